@@ -1,0 +1,61 @@
+// Error values shared by every component: a machine-readable code plus detail.
+// The mapping of codes to HTTP status lives in server/errors.cc, nowhere else.
+// Plain value types; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace sluice {
+
+enum class ErrorCode {
+  kBadRequest,           // malformed JSON or an invalid field
+  kUnauthorized,         // no token or an unknown one
+  kForbidden,            // token lacks the scope
+  kNotFound,             // unknown queue, job, route, or someone else's job
+  kMethodNotAllowed,     // known path, wrong verb
+  kConflict,             // e.g. cancel of a job that is no longer queued
+  kLeaseLost,            // stale or unknown lease_id
+  kPayloadTooLarge,      // body over the limit
+  kQueueFull,            // rule 1: bucket capacity
+  kDeadlineUnreachable,  // rule 2: estimated start after deadline
+  kCostExceedsCapacity,  // a job heavier than its bucket can ever hold
+  kStorageUnavailable,   // cannot make it durable: fail closed
+  kInternal,             // a bug
+};
+
+// The stable wire name of a code, e.g. "queue_full".
+std::string_view ErrorCodeName(ErrorCode code);
+
+struct Error {
+  ErrorCode code;
+  std::string detail;
+  std::optional<int64_t> retry_after_s;     // for 429 and 503
+  std::optional<int64_t> estimated_start_us;  // for deadline_unreachable
+};
+
+inline Error MakeError(ErrorCode code, std::string detail) { return Error{code, std::move(detail), {}, {}}; }
+
+// A value or an Error. Small on purpose: ok(), value(), error().
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  T& value() { return std::get<T>(v_); }
+  const T& value() const { return std::get<T>(v_); }
+  const Error& error() const { return std::get<Error>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace sluice

@@ -1,0 +1,77 @@
+-- sluice schema (SQLite). Applied by store/ at start; every statement is idempotent.
+-- Times are integer microseconds since the Unix epoch. "now" is always a bound
+-- parameter, never CURRENT_TIMESTAMP: time has one source.
+
+-- Queues and their versioned policies (flat JSON, see DESIGN.md).
+CREATE TABLE IF NOT EXISTS queues (
+  name        TEXT PRIMARY KEY,
+  policy      TEXT NOT NULL,                 -- JSON, as shaper/policy.h reads it
+  version     INTEGER NOT NULL CHECK (version >= 1),
+  paused      INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL
+) STRICT;
+
+-- One row per (queue, tenant) bucket: the GCRA schedule plus counters kept in step
+-- with the jobs table by the store, in the same transaction as every transition.
+CREATE TABLE IF NOT EXISTS buckets (
+  queue         TEXT NOT NULL REFERENCES queues(name) ON DELETE CASCADE,
+  tenant        TEXT NOT NULL,
+  tat_us        INTEGER NOT NULL DEFAULT 0,  -- theoretical arrival time, whole µs
+  tat_frac      INTEGER NOT NULL DEFAULT 0,  -- plus frac / rate_milli µs (exact schedule)
+  queued_count  INTEGER NOT NULL DEFAULT 0 CHECK (queued_count >= 0),
+  queued_cost   INTEGER NOT NULL DEFAULT 0 CHECK (queued_cost >= 0),
+  leased        INTEGER NOT NULL DEFAULT 0 CHECK (leased >= 0),
+  PRIMARY KEY (queue, tenant)
+) STRICT, WITHOUT ROWID;
+
+-- Jobs. seq is admission order (FIFO within a bucket, rule 8); id is the opaque name.
+CREATE TABLE IF NOT EXISTS jobs (
+  seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+  id                TEXT NOT NULL UNIQUE,
+  queue             TEXT NOT NULL,
+  tenant            TEXT NOT NULL,
+  state             TEXT NOT NULL
+                    CHECK (state IN ('queued', 'leased', 'succeeded', 'failed', 'expired', 'canceled')),
+  payload           TEXT NOT NULL,             -- JSON
+  cost              INTEGER NOT NULL CHECK (cost >= 1),
+  attempt           INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+  max_attempts      INTEGER NOT NULL CHECK (max_attempts >= 1),
+  lease_ms          INTEGER NOT NULL CHECK (lease_ms > 0),
+  policy_version    INTEGER NOT NULL,
+  created_at        INTEGER NOT NULL,
+  not_before        INTEGER,
+  available_at      INTEGER NOT NULL,          -- not_before, or the end of a retry backoff
+  deadline_at       INTEGER,                   -- must start before this; NULL = none
+  estimated_start   INTEGER NOT NULL,          -- at admission
+  lease_id          TEXT,
+  lease_expires_at  INTEGER,
+  worker_id         TEXT,
+  leased_at         INTEGER,
+  result            TEXT,                      -- JSON
+  errors            TEXT NOT NULL DEFAULT '[]',  -- JSON array, one entry per failed attempt
+  finished_at       INTEGER,
+  -- A job holds a lease exactly while it is leased.
+  CHECK ((state = 'leased') = (lease_id IS NOT NULL AND lease_expires_at IS NOT NULL)),
+  CHECK ((state IN ('succeeded', 'failed', 'expired', 'canceled')) = (finished_at IS NOT NULL))
+) STRICT;
+
+-- The head of each bucket: first queued job by admission order.
+CREATE INDEX IF NOT EXISTS jobs_queued_head ON jobs (queue, tenant, seq) WHERE state = 'queued';
+-- Deadline expiry of queued jobs.
+CREATE INDEX IF NOT EXISTS jobs_queued_deadline ON jobs (deadline_at) WHERE state = 'queued' AND deadline_at IS NOT NULL;
+-- Lease expiry.
+CREATE INDEX IF NOT EXISTS jobs_leased_expiry ON jobs (lease_expires_at) WHERE state = 'leased';
+-- Queued jobs not yet available (not_before, retry backoff): the next wake-up.
+CREATE INDEX IF NOT EXISTS jobs_queued_available ON jobs (queue, available_at) WHERE state = 'queued';
+
+-- API tokens. The plaintext is shown once at creation; only its SHA-256 is kept.
+CREATE TABLE IF NOT EXISTS tokens (
+  id           TEXT PRIMARY KEY,              -- public part of the token, safe to log
+  secret_hash  TEXT NOT NULL,                 -- hex SHA-256 of the whole token
+  tenant       TEXT,                          -- required for the submit scope
+  scopes       TEXT NOT NULL,                 -- JSON array of submit | work | admin
+  queues       TEXT,                          -- JSON array limiting work, NULL = all
+  created_at   INTEGER NOT NULL,
+  revoked_at   INTEGER
+) STRICT;

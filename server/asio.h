@@ -1,0 +1,7 @@
+// The one include of Boost.Asio. <utility> must come first: Boost 1.74's Asio with
+// g++ 12 in C++20 mode needs std::exchange before awaitable.hpp (NOTES.md pitfall 3).
+#pragma once
+
+#include <utility>
+
+#include <boost/asio.hpp>

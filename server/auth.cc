@@ -1,0 +1,64 @@
+#include "server/auth.h"
+
+#include <algorithm>
+
+#include "common/crypto.h"
+#include "common/random.h"
+
+namespace sluice {
+
+bool Principal::Has(Scope s) const {
+  return std::find(scopes.begin(), scopes.end(), s) != scopes.end();
+}
+
+bool Principal::MayWorkOn(const std::string& queue) const {
+  if (!Has(Scope::kWork)) return false;
+  if (!queues) return true;
+  return std::find(queues->begin(), queues->end(), queue) != queues->end();
+}
+
+MintedToken MintToken() {
+  MintedToken t;
+  t.id = RandomId("tok_", 8);
+  t.plaintext = t.id + "." + RandomId("", 24);
+  t.secret_hash = Sha256Hex(t.plaintext);
+  return t;
+}
+
+Authenticator::Authenticator(Store& store, const std::string& admin_token) : store_(store) {
+  if (!admin_token.empty()) admin_hash_ = Sha256Hex(admin_token);
+}
+
+Result<Principal> Authenticator::Authenticate(const httplib::Request& req) const {
+  const std::string header = req.get_header_value("Authorization");
+  static constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
+    return MakeError(ErrorCode::kUnauthorized, "an Authorization: Bearer token is required");
+  }
+  const std::string token = header.substr(kBearer.size());
+  const std::string hash = Sha256Hex(token);
+  const Error bad = MakeError(ErrorCode::kUnauthorized, "the token is not valid");
+
+  if (!admin_hash_.empty() && ConstantTimeEquals(hash, admin_hash_)) {
+    return Principal{"admin", std::nullopt, {Scope::kAdmin}, std::nullopt};
+  }
+  size_t dot = token.find('.');
+  if (dot == std::string::npos || dot == 0 || dot > 64) return bad;
+  auto found = store_.FindToken(token.substr(0, dot));
+  if (!found.ok()) return found.error();
+  const std::optional<TokenRecord>& rec = found.value();
+  if (!rec || rec->revoked || !ConstantTimeEquals(hash, rec->secret_hash)) return bad;
+  return Principal{rec->id, rec->tenant, rec->scopes, rec->queues};
+}
+
+Result<Principal> Authenticator::Require(const httplib::Request& req, Scope scope) const {
+  auto p = Authenticate(req);
+  if (!p.ok()) return p;
+  if (!p.value().Has(scope)) {
+    return MakeError(ErrorCode::kForbidden,
+                     "this token lacks the '" + std::string(ScopeName(scope)) + "' scope");
+  }
+  return p;
+}
+
+}  // namespace sluice

@@ -1,0 +1,64 @@
+// Long-poll leases: HTTP threads park here until jobs are released to them or their
+// wait ends. One Asio thread owns the waiters: it leases for all of them at once (one
+// store transaction, FIFO among waiters) whenever something may have changed — a
+// submit, a lease ending, a policy change — or when a timer set at the next release
+// time fires. No polling tick.
+//
+// Invariants:
+//   1. Only the Asio thread completes a waiter, exactly once; jobs leased for a waiter
+//      are always handed to it.
+//   2. After Shutdown(), every waiter is answered with no jobs and new ones return at once.
+// Thread-safe: Lease() and Notify() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <future>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "server/asio.h"
+#include "shaper/clock.h"
+#include "store/store.h"
+
+namespace sluice {
+
+class Dispatcher {
+ public:
+  Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock);
+
+  // Blocks the calling thread until jobs were leased or `wait` has passed.
+  Result<std::vector<JobRecord>> Lease(LeaseRequest request, std::chrono::milliseconds wait);
+
+  // Something may have become releasable: re-run the waiters.
+  void Notify();
+
+  // Answers every waiter with no jobs (on the Asio thread, which must still run);
+  // later calls to Lease return at once.
+  void Shutdown();
+
+  size_t waiting() const;
+
+ private:
+  struct Waiter {
+    LeaseRequest request;
+    Micros deadline;
+    std::promise<Result<std::vector<JobRecord>>> done;
+  };
+
+  void Pump();  // on the Asio thread
+  void ArmTimer(Micros wake_at, Micros now);
+
+  boost::asio::io_context& io_;
+  Store& store_;
+  const Clock& clock_;
+  boost::asio::steady_timer timer_;  // used on the Asio thread only
+
+  mutable std::mutex mu_;
+  std::list<std::shared_ptr<Waiter>> waiters_;  // guarded by mu_, FIFO
+  bool pump_posted_ = false;                    // guarded by mu_
+  bool shut_down_ = false;                      // guarded by mu_
+};
+
+}  // namespace sluice

@@ -1,0 +1,89 @@
+#include "server/errors.h"
+
+#include <nlohmann/json.hpp>
+
+namespace sluice {
+namespace {
+
+const char* Title(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return status >= 500 ? "Internal Server Error" : "Error";
+  }
+}
+
+}  // namespace
+
+int HttpStatusFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest: return 400;
+    case ErrorCode::kCostExceedsCapacity: return 400;
+    case ErrorCode::kUnauthorized: return 401;
+    case ErrorCode::kForbidden: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kMethodNotAllowed: return 405;
+    case ErrorCode::kConflict: return 409;
+    case ErrorCode::kLeaseLost: return 409;
+    case ErrorCode::kPayloadTooLarge: return 413;
+    case ErrorCode::kQueueFull: return 429;
+    case ErrorCode::kDeadlineUnreachable: return 429;
+    case ErrorCode::kStorageUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void RenderError(httplib::Response& res, const Error& e) {
+  int status = HttpStatusFor(e.code);
+  nlohmann::json body = {{"type", "about:blank"},
+                         {"title", Title(status)},
+                         {"status", status},
+                         {"error", ErrorCodeName(e.code)},
+                         {"detail", e.detail}};
+  if (e.retry_after_s) {
+    body["retry_after"] = *e.retry_after_s;
+    res.set_header("Retry-After", std::to_string(*e.retry_after_s));
+  }
+  if (e.code == ErrorCode::kStorageUnavailable && !e.retry_after_s) {
+    body["retry_after"] = 1;
+    res.set_header("Retry-After", "1");
+  }
+  if (e.code == ErrorCode::kUnauthorized) {
+    res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
+  }
+  res.status = status;
+  res.set_content(body.dump(), "application/problem+json");
+}
+
+void RenderStatusAsError(httplib::Response& res) {
+  if (!res.body.empty()) return;
+  switch (res.status) {
+    case 404:
+      RenderError(res, MakeError(ErrorCode::kNotFound, "no such resource"));
+      break;
+    case 413:
+      RenderError(res, MakeError(ErrorCode::kPayloadTooLarge, "the request body is too large"));
+      break;
+    case 400:
+      RenderError(res, MakeError(ErrorCode::kBadRequest, "malformed request"));
+      break;
+    default:
+      if (res.status >= 400) {
+        int status = res.status;
+        RenderError(res, MakeError(status >= 500 ? ErrorCode::kInternal : ErrorCode::kBadRequest,
+                                   Title(status)));
+        res.status = status;
+      }
+  }
+}
+
+}  // namespace sluice

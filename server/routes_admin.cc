@@ -1,0 +1,188 @@
+// Admin API: queues (policy, stats, tenants, pause/resume) and tokens.
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+#include "server/app.h"
+#include "server/errors.h"
+#include "server/http.h"
+
+namespace sluice {
+namespace {
+
+using nlohmann::json;
+
+void PutQueue(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  const std::string name = req.matches[1];
+  if (!ValidQueueName(name)) {
+    return RenderError(res, MakeError(ErrorCode::kBadRequest,
+                                      "queue names are 1-64 characters of A-Z a-z 0-9 . _ -"));
+  }
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return RenderError(res, body.error());
+  auto policy = PolicyFromJson(body.value());
+  if (!policy.ok()) return RenderError(res, policy.error());
+  auto q = app.store.PutQueue(name, policy.value(), app.clock.Now());
+  if (!q.ok()) return RenderError(res, q.error());
+  app.dispatcher.Notify();
+  RenderJson(res, 200, QueueToJson(q.value()));
+}
+
+void GetQueue(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto q = app.store.GetQueue(req.matches[1]);
+  if (!q.ok()) return RenderError(res, q.error());
+  RenderJson(res, 200, QueueToJson(q.value()));
+}
+
+void ListQueues(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto qs = app.store.ListQueues();
+  if (!qs.ok()) return RenderError(res, qs.error());
+  json out = json::array();
+  for (const QueueInfo& q : qs.value()) out.push_back(QueueToJson(q));
+  RenderJson(res, 200, {{"queues", out}});
+}
+
+void ListTenants(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto buckets = app.store.ListBuckets(req.matches[1]);
+  if (!buckets.ok()) return RenderError(res, buckets.error());
+  const Micros now = app.clock.Now();
+  json out = json::array();
+  for (const BucketInfo& b : buckets.value()) {
+    out.push_back(
+        {{"tenant", b.tenant},
+         {"queued", b.queued},
+         {"queued_cost", b.queued_cost},
+         {"leased", b.leased},
+         {"next_release_at",
+          b.next_release_at ? json(FormatRfc3339(std::max(now, *b.next_release_at))) : json()},
+         {"oldest_queued_age_ms",
+          b.oldest_queued_at ? json((now - *b.oldest_queued_at) / kMicrosPerMilli) : json()},
+         {"rate", RateFromMilli(b.policy.rate_milli)},
+         {"capacity", b.policy.capacity},
+         {"burst", b.policy.burst},
+         {"max_inflight_per_tenant", b.policy.max_inflight_per_tenant}});
+  }
+  RenderJson(res, 200, {{"queue", std::string(req.matches[1])}, {"tenants", out}});
+}
+
+void SetPaused(App& app, const httplib::Request& req, httplib::Response& res, bool paused) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto st = app.store.SetPaused(req.matches[1], paused, app.clock.Now());
+  if (!st.ok()) return RenderError(res, st.error());
+  app.dispatcher.Notify();
+  auto q = app.store.GetQueue(req.matches[1]);
+  if (!q.ok()) return RenderError(res, q.error());
+  RenderJson(res, 200, QueueToJson(q.value()));
+}
+
+void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return RenderError(res, body.error());
+  const json& b = body.value();
+
+  TokenRecord rec;
+  auto scopes = b.find("scopes");
+  if (scopes == b.end() || !scopes->is_array() || scopes->empty()) {
+    return RenderError(res, MakeError(ErrorCode::kBadRequest,
+                                      "'scopes' must be a non-empty array of submit, work, admin"));
+  }
+  for (const json& s : *scopes) {
+    std::optional<Scope> scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
+    if (!scope) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest,
+                                        "unknown scope " + s.dump() + ": use submit, work or admin"));
+    }
+    rec.scopes.push_back(*scope);
+  }
+  auto tenant = StringField(b, "tenant", 128);
+  if (!tenant.ok()) return RenderError(res, tenant.error());
+  if (tenant.value() && tenant.value()->empty()) {
+    return RenderError(res, MakeError(ErrorCode::kBadRequest, "'tenant' must not be empty"));
+  }
+  rec.tenant = tenant.value();
+  bool wants_submit = std::find(rec.scopes.begin(), rec.scopes.end(), Scope::kSubmit) != rec.scopes.end();
+  if (wants_submit && !rec.tenant) {
+    return RenderError(res, MakeError(ErrorCode::kBadRequest,
+                                      "a token with the submit scope needs a 'tenant'"));
+  }
+  if (auto q = b.find("queues"); q != b.end() && !q->is_null()) {
+    if (!q->is_array()) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queues' must be an array"));
+    }
+    std::vector<std::string> names;
+    for (const json& n : *q) {
+      if (!n.is_string() || !ValidQueueName(n.get<std::string>())) {
+        return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queues' must hold queue names"));
+      }
+      names.push_back(n.get<std::string>());
+    }
+    rec.queues = names;
+  }
+  MintedToken minted = MintToken();
+  rec.id = minted.id;
+  rec.secret_hash = minted.secret_hash;
+  rec.created_at = app.clock.Now();
+  auto st = app.store.CreateToken(rec);
+  if (!st.ok()) return RenderError(res, st.error());
+  json scope_names = json::array();
+  for (Scope s : rec.scopes) scope_names.push_back(ScopeName(s));
+  json out = {{"id", rec.id},
+              {"token", minted.plaintext},
+              {"tenant", rec.tenant ? json(*rec.tenant) : json()},
+              {"scopes", scope_names},
+              {"queues", rec.queues ? json(*rec.queues) : json()}};
+  RenderJson(res, 201, out);
+}
+
+}  // namespace
+
+void RegisterAdminRoutes(httplib::Server& server, App& app) {
+  using Req = const httplib::Request&;
+  using Res = httplib::Response&;
+  server.Get("/v1/admin/queues", [&app](Req req, Res res) { ListQueues(app, req, res); });
+  server.Put(R"(/v1/admin/queues/([^/:]+))", [&app](Req req, Res res) { PutQueue(app, req, res); });
+  server.Get(R"(/v1/admin/queues/([^/:]+))", [&app](Req req, Res res) { GetQueue(app, req, res); });
+  server.Get(R"(/v1/admin/queues/([^/:]+)/tenants)",
+             [&app](Req req, Res res) { ListTenants(app, req, res); });
+  server.Post(R"(/v1/admin/queues/([^/:]+)/pause)",
+              [&app](Req req, Res res) { SetPaused(app, req, res, true); });
+  server.Post(R"(/v1/admin/queues/([^/:]+)/resume)",
+              [&app](Req req, Res res) { SetPaused(app, req, res, false); });
+  server.Post("/v1/admin/tokens", [&app](Req req, Res res) { CreateToken(app, req, res); });
+}
+
+void RegisterHealthRoutes(httplib::Server& server, App& app) {
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    RenderJson(res, 200, {{"status", "ok"}});
+  });
+  server.Get("/readyz", [&app](const httplib::Request&, httplib::Response& res) {
+    auto qs = app.store.ListQueues();
+    if (!qs.ok()) return RenderError(res, qs.error());
+    RenderJson(res, 200, {{"status", "ready"}});
+  });
+}
+
+void RegisterRoutes(httplib::Server& server, App& app) {
+  RegisterHealthRoutes(server, app);
+  RegisterJobRoutes(server, app);
+  RegisterLeaseRoutes(server, app);
+  RegisterAdminRoutes(server, app);
+  server.set_error_handler(
+      [](const httplib::Request&, httplib::Response& res) { RenderStatusAsError(res); });
+  server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        RenderError(res, MakeError(ErrorCode::kInternal, "internal error"));
+      });
+}
+
+}  // namespace sluice

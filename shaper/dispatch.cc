@@ -1,0 +1,40 @@
+#include "shaper/dispatch.h"
+
+namespace sluice {
+
+BlockedBy BucketBlockedBy(const QueueView& q, const BucketView& b, Micros now) {
+  if (q.paused) return BlockedBy::kPaused;
+  if (q.max_inflight > 0 && q.leased >= q.max_inflight) return BlockedBy::kQueueCap;
+  if (b.policy.max_inflight_per_tenant > 0 && b.leased >= b.policy.max_inflight_per_tenant) {
+    return BlockedBy::kTenantCap;
+  }
+  if (ReleaseAt(b.policy, b.tat) > now) return BlockedBy::kRate;
+  return BlockedBy::kNone;
+}
+
+DispatchChoice ChooseRelease(const std::vector<QueueView>& queues,
+                             const std::vector<BucketView>& buckets, Micros now) {
+  DispatchChoice c;
+  Micros best_at = 0;
+  int64_t best_seq = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const BucketView& b = buckets[i];
+    BlockedBy why = BucketBlockedBy(queues[b.queue], b, now);
+    if (why == BlockedBy::kRate) {
+      Micros at = ReleaseAt(b.policy, b.tat);
+      if (!c.wake_at || at < *c.wake_at) c.wake_at = at;
+      continue;
+    }
+    if (why != BlockedBy::kNone) continue;  // caps and pause wake on events, not time
+    Micros at = ReleaseAt(b.policy, b.tat);
+    if (!c.release || at < best_at || (at == best_at && b.head_seq < best_seq)) {
+      c.release = i;
+      best_at = at;
+      best_seq = b.head_seq;
+    }
+  }
+  if (c.release) c.wake_at.reset();
+  return c;
+}
+
+}  // namespace sluice

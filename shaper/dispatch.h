@@ -1,0 +1,44 @@
+// Which bucket releases next (DESIGN.md rules 3, 4, 5): among buckets whose head job
+// is available and whose caps allow, the one with the earliest release time; ties go
+// to the older head job. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/time.h"
+#include "shaper/gcra.h"
+#include "shaper/policy.h"
+
+namespace sluice {
+
+struct QueueView {
+  int64_t leased = 0;        // leased jobs in the whole queue
+  int64_t max_inflight = 0;  // 0 = no cap
+  bool paused = false;
+};
+
+struct BucketView {
+  size_t queue = 0;  // index into the QueueView list
+  BucketPolicy policy;
+  ScheduleInstant tat;
+  int64_t leased = 0;
+  int64_t head_seq = 0;   // admission order of the bucket's first available job
+  int64_t head_cost = 1;
+};
+
+// Why a bucket is not releasing now (DESIGN.md `blocked_by`, in its order).
+enum class BlockedBy { kNone, kPaused, kQueueCap, kTenantCap, kRate };
+
+BlockedBy BucketBlockedBy(const QueueView& q, const BucketView& b, Micros now);
+
+struct DispatchChoice {
+  std::optional<size_t> release;  // index of the bucket to release from now
+  std::optional<Micros> wake_at;  // otherwise: earliest future release time, if any
+};
+
+DispatchChoice ChooseRelease(const std::vector<QueueView>& queues,
+                             const std::vector<BucketView>& buckets, Micros now);
+
+}  // namespace sluice

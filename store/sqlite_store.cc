@@ -1,0 +1,602 @@
+// All SQL of sluice lives in this file, as named statements below.
+#include "store/sqlite_store.h"
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/random.h"
+#include "shaper/backoff.h"
+#include "shaper/dispatch.h"
+#include "store/schema_sql.h"
+
+namespace sluice {
+namespace {
+
+using nlohmann::json;
+using sqlite::Db;
+using sqlite::Stmt;
+
+// ---- Named statements ------------------------------------------------------------
+
+#define SLUICE_JOB_COLUMNS                                                                  \
+  "id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version, " \
+  "created_at, not_before, available_at, deadline_at, estimated_start, lease_id, "            \
+  "lease_expires_at, result, errors, finished_at"
+
+constexpr const char* kSelectQueue =
+    "SELECT name, policy, version, paused FROM queues WHERE name = ?";
+constexpr const char* kSelectQueueStats =
+    "SELECT COALESCE(SUM(queued_count), 0), COALESCE(SUM(queued_cost), 0), "
+    "COALESCE(SUM(leased), 0) FROM buckets WHERE queue = ?";
+constexpr const char* kListQueues =
+    "SELECT q.name, q.policy, q.version, q.paused, COALESCE(SUM(b.queued_count), 0), "
+    "COALESCE(SUM(b.queued_cost), 0), COALESCE(SUM(b.leased), 0) "
+    "FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name";
+constexpr const char* kUpsertQueue =
+    "INSERT INTO queues (name, policy, version, paused, created_at, updated_at) "
+    "VALUES (?1, ?2, 1, 0, ?3, ?3) "
+    "ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, version = version + 1, "
+    "updated_at = excluded.updated_at";
+constexpr const char* kSetPaused = "UPDATE queues SET paused = ?, updated_at = ? WHERE name = ?";
+
+constexpr const char* kSelectBucket =
+    "SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets "
+    "WHERE queue = ? AND tenant = ?";
+constexpr const char* kListBuckets =
+    "SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac, "
+    "(SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant "
+    " AND j.state = 'queued' ORDER BY j.seq LIMIT 1) "
+    "FROM buckets b WHERE b.queue = ? ORDER BY b.tenant";
+constexpr const char* kBucketsWithQueued =
+    "SELECT tenant, tat_us, tat_frac, leased FROM buckets WHERE queue = ? AND queued_count > 0";
+constexpr const char* kBucketAdmitted =
+    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost) VALUES (?1, ?2, 1, ?3) "
+    "ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1, "
+    "queued_cost = queued_cost + ?3";
+constexpr const char* kBucketReleased =
+    "UPDATE buckets SET tat_us = ?, tat_frac = ?, queued_count = queued_count - 1, "
+    "queued_cost = queued_cost - ?, leased = leased + 1 WHERE queue = ? AND tenant = ?";
+constexpr const char* kBucketLeaseEnded =
+    "UPDATE buckets SET leased = leased - 1 WHERE queue = ? AND tenant = ?";
+constexpr const char* kBucketRequeued =
+    "UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1, "
+    "queued_cost = queued_cost + ? WHERE queue = ? AND tenant = ?";
+constexpr const char* kBucketDequeued =
+    "UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - ? "
+    "WHERE queue = ? AND tenant = ?";
+
+constexpr const char* kInsertJob =
+    "INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, "
+    "policy_version, created_at, not_before, available_at, deadline_at, estimated_start) "
+    "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHERE id = ?";
+constexpr const char* kBucketHead =
+    "SELECT seq, cost FROM jobs WHERE queue = ? AND tenant = ? AND state = 'queued' "
+    "AND available_at <= ? ORDER BY seq LIMIT 1";
+constexpr const char* kNextAvailable =
+    "SELECT MIN(available_at) FROM jobs WHERE queue = ? AND state = 'queued' AND available_at > ?";
+constexpr const char* kLeaseJob =
+    "UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_id = ?1, "
+    "lease_expires_at = ?2 + COALESCE(?3, lease_ms) * 1000, worker_id = ?4, leased_at = ?2 "
+    "WHERE seq = ?5 AND state = 'queued' RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kCompleteJob =
+    "UPDATE jobs SET state = 'succeeded', result = ?1, finished_at = ?2, lease_id = NULL, "
+    "lease_expires_at = NULL WHERE id = ?3 AND state = 'leased' AND lease_id = ?4 "
+    "AND lease_expires_at > ?2 RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kSelectLiveLease =
+    "SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs "
+    "WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?3";
+// A failed attempt: back to queued (retry) or to failed, its error appended.
+constexpr const char* kEndAttempt =
+    "UPDATE jobs SET state = ?1, available_at = COALESCE(?2, available_at), "
+    "finished_at = CASE WHEN ?1 = 'queued' THEN NULL ELSE ?3 END, lease_id = NULL, "
+    "lease_expires_at = NULL, worker_id = NULL, "
+    "errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', ?4, 'at', ?3)) "
+    "WHERE seq = ?5 AND state = 'leased' RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kJobExists = "SELECT 1 FROM jobs WHERE id = ?";
+constexpr const char* kExpireDue =
+    "UPDATE jobs SET state = 'expired', finished_at = ?1 WHERE state = 'queued' "
+    "AND deadline_at IS NOT NULL AND deadline_at <= ?1 RETURNING queue, tenant, cost";
+constexpr const char* kLeasesDue =
+    "SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs "
+    "WHERE state = 'leased' AND lease_expires_at <= ?";
+
+constexpr const char* kInsertToken =
+    "INSERT INTO tokens (id, secret_hash, tenant, scopes, queues, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)";
+constexpr const char* kSelectToken =
+    "SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens "
+    "WHERE id = ?";
+
+// ---- Row mapping -------------------------------------------------------------------
+
+JobRecord RowToJob(const Stmt& s) {
+  JobRecord j;
+  j.id = s.Text(0);
+  j.queue = s.Text(1);
+  j.tenant = s.Text(2);
+  j.state = ParseJobState(s.Text(3)).value_or(JobState::kQueued);
+  j.payload = s.Text(4);
+  j.cost = s.Int(5);
+  j.attempt = s.Int(6);
+  j.max_attempts = s.Int(7);
+  j.lease_ms = s.Int(8);
+  j.policy_version = s.Int(9);
+  j.created_at = s.Int(10);
+  j.not_before = s.OptInt(11);
+  j.available_at = s.Int(12);
+  j.deadline = s.OptInt(13);
+  j.estimated_start = s.Int(14);
+  j.lease_id = s.OptText(15);
+  j.lease_expires_at = s.OptInt(16);
+  j.result = s.OptText(17);
+  j.errors = s.Text(18);
+  j.finished_at = s.OptInt(19);
+  return j;
+}
+
+Result<QueueInfo> RowToQueue(const Stmt& s) {
+  QueueInfo q;
+  q.name = s.Text(0);
+  json j = json::parse(s.Text(1), nullptr, false);
+  auto policy = PolicyFromJson(j);
+  if (!policy.ok()) {
+    return MakeError(ErrorCode::kInternal, "stored policy of " + q.name + " is invalid");
+  }
+  q.policy = policy.value();
+  q.version = s.Int(2);
+  q.paused = s.Int(3) != 0;
+  return q;
+}
+
+std::optional<QueueInfo> LoadQueue(Db& db, const std::string& name) {
+  Stmt s = db.Prepare(kSelectQueue);
+  s.BindAll(name);
+  if (!s.Step()) return std::nullopt;
+  auto q = RowToQueue(s);
+  if (!q.ok()) throw sqlite::SqliteError(SQLITE_CORRUPT, q.error().detail);
+  return q.value();
+}
+
+QueueStats LoadQueueStats(Db& db, const std::string& name) {
+  Stmt s = db.Prepare(kSelectQueueStats);
+  s.BindAll(name);
+  s.Step();
+  return QueueStats{s.Int(0), s.Int(1), s.Int(2)};
+}
+
+BucketState LoadBucket(Db& db, const std::string& queue, const std::string& tenant) {
+  Stmt s = db.Prepare(kSelectBucket);
+  s.BindAll(queue, tenant);
+  BucketState b;
+  if (s.Step()) {
+    b.tat = ScheduleInstant{s.Int(0), s.Int(1)};
+    b.queued_count = s.Int(2);
+    b.queued_cost = s.Int(3);
+    b.leased = s.Int(4);
+  }
+  return b;
+}
+
+Error UnknownQueue(const std::string& name) {
+  return MakeError(ErrorCode::kNotFound, "queue '" + name + "' does not exist");
+}
+
+// Why a guarded transition changed nothing: the job is unknown, or the lease is stale.
+Error LostOrMissing(Db& db, const std::string& id) {
+  Stmt s = db.Prepare(kJobExists);
+  s.BindAll(id);
+  if (!s.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+  return MakeError(ErrorCode::kLeaseLost,
+                   "the lease is not held: it expired, was never granted, or the job moved on");
+}
+
+// Rule 6: queued jobs whose deadline has come are expired and never leased.
+void ExpireDue(Db& db, Micros now) {
+  struct Row {
+    std::string queue, tenant;
+    int64_t cost;
+  };
+  std::vector<Row> rows;
+  {
+    Stmt s = db.Prepare(kExpireDue);
+    s.BindAll(now);
+    while (s.Step()) rows.push_back({s.Text(0), s.Text(1), s.Int(2)});
+  }
+  for (const Row& r : rows) db.Prepare(kBucketDequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+}
+
+// Rule 7: a lease that ran out returns its job to queued at once, or fails it when
+// attempts are exhausted or its deadline has passed.
+void ReapExpiredLeases(Db& db, Micros now) {
+  struct Row {
+    int64_t seq;
+    std::string queue, tenant;
+    int64_t cost, attempt, max_attempts;
+    std::optional<int64_t> deadline;
+  };
+  std::vector<Row> rows;
+  {
+    Stmt s = db.Prepare(kLeasesDue);
+    s.BindAll(now);
+    while (s.Step()) {
+      rows.push_back({s.Int(0), s.Text(1), s.Text(2), s.Int(3), s.Int(4), s.Int(5), s.OptInt(6)});
+    }
+  }
+  for (const Row& r : rows) {
+    bool retry = r.attempt < r.max_attempts && (!r.deadline || *r.deadline > now);
+    Stmt s = db.Prepare(kEndAttempt);
+    s.Bind(1, retry ? "queued" : "failed");
+    s.Bind(2, retry ? std::optional<int64_t>(now) : std::nullopt);
+    s.Bind(3, now);
+    s.Bind(4, "lease expired");
+    s.Bind(5, r.seq);
+    if (!s.Step()) continue;
+    if (retry) {
+      db.Prepare(kBucketRequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+    } else {
+      db.Prepare(kBucketLeaseEnded).BindAll(r.queue, r.tenant).Exec();
+    }
+  }
+}
+
+std::optional<BucketView> LoadBucketView(Db& db, size_t queue_index, const QueueInfo& q,
+                                         const std::string& tenant, ScheduleInstant tat,
+                                         int64_t leased, Micros now) {
+  Stmt s = db.Prepare(kBucketHead);
+  s.BindAll(q.name, tenant, now);
+  if (!s.Step()) return std::nullopt;
+  BucketView v;
+  v.queue = queue_index;
+  v.policy = q.policy.ForTenant(tenant);
+  v.tat = tat;
+  v.leased = leased;
+  v.head_seq = s.Int(0);
+  v.head_cost = s.Int(1);
+  return v;
+}
+
+LeaseOutcome LeaseOne(Db& db, const LeaseRequest& req, Micros now) {
+  LeaseOutcome out;
+  std::vector<QueueInfo> queues;
+  std::vector<QueueView> qviews;
+  std::vector<BucketView> bviews;
+  std::vector<std::string> tenants;  // parallel to bviews
+  std::set<std::string> seen;
+  for (const std::string& name : req.queues) {
+    if (!seen.insert(name).second) continue;
+    auto q = LoadQueue(db, name);
+    if (!q) continue;
+    QueueView qv;
+    qv.leased = LoadQueueStats(db, name).leased;
+    qv.max_inflight = q->policy.max_inflight;
+    qv.paused = q->paused;
+    size_t qi = queues.size();
+    queues.push_back(*q);
+    qviews.push_back(qv);
+    if (qv.paused) continue;
+    Stmt s = db.Prepare(kBucketsWithQueued);
+    s.BindAll(name);
+    std::vector<std::tuple<std::string, ScheduleInstant, int64_t>> rows;
+    while (s.Step()) rows.emplace_back(s.Text(0), ScheduleInstant{s.Int(1), s.Int(2)}, s.Int(3));
+    for (auto& [tenant, tat, leased] : rows) {
+      if (auto v = LoadBucketView(db, qi, queues[qi], tenant, tat, leased, now)) {
+        bviews.push_back(*v);
+        tenants.push_back(tenant);
+      }
+    }
+    Stmt next = db.Prepare(kNextAvailable);
+    next.BindAll(name, now);
+    if (next.Step() && !next.IsNull(0)) {
+      Micros at = next.Int(0);
+      if (!out.wake_at || at < *out.wake_at) out.wake_at = at;
+    }
+  }
+
+  while (static_cast<int64_t>(out.jobs.size()) < req.max_jobs) {
+    DispatchChoice choice = ChooseRelease(qviews, bviews, now);
+    if (!choice.release) {
+      if (choice.wake_at && (!out.wake_at || *choice.wake_at < *out.wake_at)) {
+        out.wake_at = choice.wake_at;
+      }
+      break;
+    }
+    size_t i = *choice.release;
+    BucketView& b = bviews[i];
+    const QueueInfo& q = queues[b.queue];
+    Stmt s = db.Prepare(kLeaseJob);
+    s.Bind(1, RandomId("lse_", 12));
+    s.Bind(2, now);
+    s.Bind(3, req.lease_ms);
+    s.Bind(4, req.worker_id);
+    s.Bind(5, b.head_seq);
+    if (!s.Step()) throw sqlite::SqliteError(SQLITE_INTERNAL, "bucket head vanished");
+    out.jobs.push_back(RowToJob(s));
+    ScheduleInstant tat = AfterRelease(b.policy, b.tat, b.head_cost, now);
+    db.Prepare(kBucketReleased).BindAll(tat.us, tat.frac, b.head_cost, q.name, tenants[i]).Exec();
+    qviews[b.queue].leased += 1;
+    if (auto next = LoadBucketView(db, b.queue, q, tenants[i], tat, b.leased + 1, now)) {
+      b = *next;
+    } else {
+      bviews.erase(bviews.begin() + static_cast<std::ptrdiff_t>(i));
+      tenants.erase(tenants.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (!out.jobs.empty()) out.wake_at.reset();
+  return out;
+}
+
+std::string ScopesToJson(const std::vector<Scope>& scopes) {
+  json a = json::array();
+  for (Scope s : scopes) a.push_back(ScopeName(s));
+  return a.dump();
+}
+
+}  // namespace
+
+// ---- SqliteStore -------------------------------------------------------------------
+
+SqliteStore::SqliteStore(SqliteStoreOptions options) : options_(std::move(options)) {}
+
+SqliteStore::~SqliteStore() = default;
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions options) {
+  if (!options.unit_random) {
+    auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
+    auto mu = std::make_shared<std::mutex>();
+    options.unit_random = [rng, mu] {
+      std::lock_guard lock(*mu);
+      return std::uniform_real_distribution<double>(0.0, 1.0)(*rng);
+    };
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options));
+  try {
+    auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms);
+    db->Exec(kSchemaSql);
+    store->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch);
+  } catch (const sqlite::SqliteError& e) {
+    Error err = sqlite::ToError(e);
+    err.detail = std::string("cannot open database: ") + e.what();
+    return err;
+  }
+  return store;
+}
+
+template <typename T>
+Result<T> SqliteStore::Read(const std::function<Result<T>(Db&)>& fn) {
+  std::unique_ptr<Db> db;
+  {
+    std::lock_guard lock(readers_mu_);
+    if (!idle_readers_.empty()) {
+      db = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    }
+  }
+  try {
+    if (!db) db = std::make_unique<Db>(options_.path, options_.synchronous, options_.busy_timeout_ms);
+    Result<T> r = fn(*db);
+    std::lock_guard lock(readers_mu_);
+    idle_readers_.push_back(std::move(db));
+    return r;
+  } catch (const sqlite::SqliteError& e) {
+    return sqlite::ToError(e);  // drop the connection: it may be in a bad state
+  }
+}
+
+Result<QueueInfo> SqliteStore::PutQueue(const std::string& name, const QueuePolicy& policy,
+                                        Micros now) {
+  std::string text = PolicyToJson(policy).dump();
+  return writer_->Run<QueueInfo>([&](Db& db) -> Result<QueueInfo> {
+    db.Prepare(kUpsertQueue).BindAll(name, text, now).Exec();
+    QueueInfo q = *LoadQueue(db, name);
+    q.stats = LoadQueueStats(db, name);
+    return q;
+  });
+}
+
+Result<QueueInfo> SqliteStore::GetQueue(const std::string& name) {
+  return Read<QueueInfo>([&](Db& db) -> Result<QueueInfo> {
+    auto q = LoadQueue(db, name);
+    if (!q) return UnknownQueue(name);
+    q->stats = LoadQueueStats(db, name);
+    return *q;
+  });
+}
+
+Result<std::vector<QueueInfo>> SqliteStore::ListQueues() {
+  return Read<std::vector<QueueInfo>>([&](Db& db) -> Result<std::vector<QueueInfo>> {
+    std::vector<QueueInfo> out;
+    Stmt s = db.Prepare(kListQueues);
+    while (s.Step()) {
+      auto q = RowToQueue(s);
+      if (!q.ok()) return q.error();
+      q.value().stats = QueueStats{s.Int(4), s.Int(5), s.Int(6)};
+      out.push_back(q.value());
+    }
+    return out;
+  });
+}
+
+Result<std::vector<BucketInfo>> SqliteStore::ListBuckets(const std::string& queue) {
+  return Read<std::vector<BucketInfo>>([&](Db& db) -> Result<std::vector<BucketInfo>> {
+    auto q = LoadQueue(db, queue);
+    if (!q) return UnknownQueue(queue);
+    std::vector<BucketInfo> out;
+    Stmt s = db.Prepare(kListBuckets);
+    s.BindAll(queue);
+    while (s.Step()) {
+      BucketInfo b;
+      b.tenant = s.Text(0);
+      b.queued = s.Int(1);
+      b.queued_cost = s.Int(2);
+      b.leased = s.Int(3);
+      b.policy = q->policy.ForTenant(b.tenant);
+      if (b.queued > 0) b.next_release_at = ReleaseAt(b.policy, ScheduleInstant{s.Int(4), s.Int(5)});
+      b.oldest_queued_at = s.OptInt(6);
+      out.push_back(b);
+    }
+    return out;
+  });
+}
+
+Status SqliteStore::SetPaused(const std::string& queue, bool paused, Micros now) {
+  return writer_->Run<Ok>([&](Db& db) -> Status {
+    if (db.Prepare(kSetPaused).BindAll(paused ? 1 : 0, now, queue).Exec() == 0) {
+      return UnknownQueue(queue);
+    }
+    return Ok{};
+  });
+}
+
+Result<SubmitOutcome> SqliteStore::Submit(const NewJob& job, Micros now) {
+  return writer_->Run<SubmitOutcome>([&](Db& db) -> Result<SubmitOutcome> {
+    auto q = LoadQueue(db, job.queue);
+    if (!q) return UnknownQueue(job.queue);
+    SubmitOutcome out;
+    out.policy = q->policy.ForTenant(job.tenant);
+    BucketState bucket = LoadBucket(db, job.queue, job.tenant);
+    AdmissionRequest req;
+    req.cost = job.cost;
+    req.not_before = job.not_before;
+    req.deadline = job.deadline;
+    if (!req.deadline && q->policy.default_deadline_ms > 0) {
+      req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
+    }
+    out.decision = Admit(out.policy, bucket, req, now);
+    if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
+
+    Stmt s = db.Prepare(kInsertJob);
+    s.BindAll(RandomId("job_", 12), job.queue, job.tenant, job.payload, job.cost,
+              job.max_attempts.value_or(q->policy.max_attempts),
+              job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
+              std::max(now, job.not_before.value_or(now)), req.deadline,
+              out.decision.estimated_start);
+    s.Step();
+    out.job = RowToJob(s);
+    db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
+    return out;
+  });
+}
+
+Result<JobRecord> SqliteStore::GetJob(const std::string& id) {
+  return Read<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt s = db.Prepare(kSelectJob);
+    s.BindAll(id);
+    if (!s.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+    return RowToJob(s);
+  });
+}
+
+std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<LeaseRequest>& requests,
+                                                         Micros now) {
+  using Outcomes = std::vector<LeaseOutcome>;
+  auto r = writer_->Run<Outcomes>([&](Db& db) -> Result<Outcomes> {
+    ReapExpiredLeases(db, now);
+    ExpireDue(db, now);
+    Outcomes out;
+    out.reserve(requests.size());
+    for (const LeaseRequest& req : requests) out.push_back(LeaseOne(db, req, now));
+    return out;
+  });
+  std::vector<Result<LeaseOutcome>> results;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (r.ok()) {
+      results.emplace_back(std::move(r.value()[i]));
+    } else {
+      results.emplace_back(r.error());
+    }
+  }
+  return results;
+}
+
+Result<JobRecord> SqliteStore::Complete(const std::string& id, const std::string& lease_id,
+                                        const std::optional<std::string>& result, Micros now) {
+  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt s = db.Prepare(kCompleteJob);
+    s.BindAll(result, now, id, lease_id);
+    if (!s.Step()) return LostOrMissing(db, id);
+    JobRecord job = RowToJob(s);
+    db.Prepare(kBucketLeaseEnded).BindAll(job.queue, job.tenant).Exec();
+    return job;
+  });
+}
+
+Result<JobRecord> SqliteStore::Fail(const std::string& id, const std::string& lease_id,
+                                    const FailRequest& fail, Micros now) {
+  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt live = db.Prepare(kSelectLiveLease);
+    live.BindAll(id, lease_id, now);
+    if (!live.Step()) return LostOrMissing(db, id);
+    int64_t seq = live.Int(0);
+    std::string queue = live.Text(1), tenant = live.Text(2);
+    int64_t cost = live.Int(3), attempt = live.Int(4), max_attempts = live.Int(5);
+    std::optional<int64_t> deadline = live.OptInt(6);
+
+    bool retry = fail.retryable && attempt < max_attempts && (!deadline || *deadline > now);
+    std::optional<int64_t> available_at;
+    if (retry) {
+      int64_t delay_ms = 0;
+      if (fail.retry_in_ms) {
+        delay_ms = *fail.retry_in_ms;
+      } else if (auto q = LoadQueue(db, queue)) {
+        delay_ms = FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
+                                       attempt, options_.unit_random());
+      }
+      available_at = now + delay_ms * kMicrosPerMilli;
+    }
+    Stmt s = db.Prepare(kEndAttempt);
+    s.Bind(1, retry ? "queued" : "failed");
+    s.Bind(2, available_at);
+    s.Bind(3, now);
+    s.Bind(4, fail.error);
+    s.Bind(5, seq);
+    if (!s.Step()) return LostOrMissing(db, id);
+    JobRecord job = RowToJob(s);
+    if (retry) {
+      db.Prepare(kBucketRequeued).BindAll(cost, queue, tenant).Exec();
+    } else {
+      db.Prepare(kBucketLeaseEnded).BindAll(queue, tenant).Exec();
+    }
+    return job;
+  });
+}
+
+Status SqliteStore::CreateToken(const TokenRecord& t) {
+  return writer_->Run<Ok>([&](Db& db) -> Status {
+    std::optional<std::string> queues;
+    if (t.queues) queues = json(*t.queues).dump();
+    db.Prepare(kInsertToken)
+        .BindAll(t.id, t.secret_hash, t.tenant, ScopesToJson(t.scopes), queues, t.created_at)
+        .Exec();
+    return Ok{};
+  });
+}
+
+Result<std::optional<TokenRecord>> SqliteStore::FindToken(const std::string& id) {
+  return Read<std::optional<TokenRecord>>([&](Db& db) -> Result<std::optional<TokenRecord>> {
+    Stmt s = db.Prepare(kSelectToken);
+    s.BindAll(id);
+    if (!s.Step()) return std::optional<TokenRecord>();
+    TokenRecord t;
+    t.id = s.Text(0);
+    t.secret_hash = s.Text(1);
+    t.tenant = s.OptText(2);
+    for (const auto& name : json::parse(s.Text(3), nullptr, false)) {
+      if (name.is_string()) {
+        if (auto sc = ParseScope(name.get<std::string>())) t.scopes.push_back(*sc);
+      }
+    }
+    if (auto q = s.OptText(4)) {
+      json a = json::parse(*q, nullptr, false);
+      if (a.is_array()) t.queues = a.get<std::vector<std::string>>();
+    }
+    t.created_at = s.Int(5);
+    t.revoked = !s.IsNull(6);
+    return std::optional<TokenRecord>(t);
+  });
+}
+
+}  // namespace sluice

@@ -1,0 +1,66 @@
+// Store on one SQLite file: WAL, synchronous=FULL by default, every write through the
+// group-committing Writer, reads on a small pool of read-only connections.
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/sqlite.h"
+#include "store/store.h"
+#include "store/writer.h"
+
+namespace sluice {
+
+struct SqliteStoreOptions {
+  std::string path;                     // the database file (created if missing)
+  std::string synchronous = "FULL";     // FULL: an acknowledged job survives power loss
+  int busy_timeout_ms = 5000;           // how long a statement waits on a lock
+  size_t max_batch = 512;               // operations per group commit
+  std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
+};
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<SqliteStore>> Open(SqliteStoreOptions options);
+  ~SqliteStore() override;
+
+  Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
+                             Micros now) override;
+  Result<QueueInfo> GetQueue(const std::string& name) override;
+  Result<std::vector<QueueInfo>> ListQueues() override;
+  Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) override;
+  Status SetPaused(const std::string& queue, bool paused, Micros now) override;
+
+  Result<SubmitOutcome> Submit(const NewJob& job, Micros now) override;
+  Result<JobRecord> GetJob(const std::string& id) override;
+
+  std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
+                                              Micros now) override;
+  Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
+                             const std::optional<std::string>& result, Micros now) override;
+  Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
+                         const FailRequest& fail, Micros now) override;
+
+  Status CreateToken(const TokenRecord& token) override;
+  Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
+
+  const Writer& writer() const { return *writer_; }
+
+ private:
+  explicit SqliteStore(SqliteStoreOptions options);
+
+  // Runs `fn` on a pooled read connection, turning SqliteError into an Error.
+  template <typename T>
+  Result<T> Read(const std::function<Result<T>(sqlite::Db&)>& fn);
+
+  SqliteStoreOptions options_;
+  std::unique_ptr<Writer> writer_;
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_
+};
+
+}  // namespace sluice

@@ -1,0 +1,170 @@
+// The storage interface of sluice: queues, buckets, jobs and tokens, and every job
+// state transition (the state machine lives behind this interface and nowhere else).
+// Every time-dependent call takes `now`; no implementation reads a clock.
+// Implementations are thread-safe: any method may be called from any thread.
+// Kept narrow so that a PostgreSQL implementation can follow.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "common/time.h"
+#include "shaper/admission.h"
+#include "shaper/policy.h"
+#include "store/job_state.h"
+
+namespace sluice {
+
+struct QueueStats {
+  int64_t queued = 0;
+  int64_t queued_cost = 0;
+  int64_t leased = 0;
+};
+
+struct QueueInfo {
+  std::string name;
+  QueuePolicy policy;
+  int64_t version = 1;
+  bool paused = false;
+  QueueStats stats;
+};
+
+struct BucketInfo {
+  std::string tenant;
+  int64_t queued = 0;
+  int64_t queued_cost = 0;
+  int64_t leased = 0;
+  std::optional<Micros> next_release_at;  // when the head may leave (if anything is queued)
+  std::optional<Micros> oldest_queued_at;  // admission time of the oldest queued job
+  BucketPolicy policy;                     // effective, after tenant overrides
+};
+
+struct JobRecord {
+  std::string id;
+  std::string queue;
+  std::string tenant;
+  JobState state = JobState::kQueued;
+  std::string payload;  // JSON text
+  int64_t cost = 1;
+  int64_t attempt = 0;
+  int64_t max_attempts = 1;
+  int64_t lease_ms = 0;
+  int64_t policy_version = 1;
+  Micros created_at = 0;
+  std::optional<Micros> not_before;
+  Micros available_at = 0;
+  std::optional<Micros> deadline;
+  Micros estimated_start = 0;
+  std::optional<std::string> lease_id;
+  std::optional<Micros> lease_expires_at;
+  std::optional<std::string> result;  // JSON text
+  std::string errors = "[]";          // JSON array text
+  std::optional<Micros> finished_at;
+};
+
+struct NewJob {
+  std::string queue;
+  std::string tenant;
+  std::string payload = "null";  // JSON text, already validated
+  int64_t cost = 1;
+  std::optional<Micros> deadline;       // absolute; else the queue's default_deadline_ms
+  std::optional<Micros> not_before;
+  std::optional<int64_t> lease_ms;      // else the queue's lease_ms
+  std::optional<int64_t> max_attempts;  // else the queue's max_attempts
+};
+
+// The outcome of an admission: the shaper's decision, the bucket's effective policy
+// (for the RateLimit fields) and, when admitted, the stored job.
+struct SubmitOutcome {
+  AdmissionDecision decision;
+  BucketPolicy policy;
+  std::optional<JobRecord> job;
+};
+
+struct LeaseRequest {
+  std::vector<std::string> queues;
+  int64_t max_jobs = 1;
+  std::optional<int64_t> lease_ms;  // else each job's lease_ms
+  std::string worker_id;
+};
+
+struct LeaseOutcome {
+  std::vector<JobRecord> jobs;
+  // When nothing was released: the earliest time something may become releasable
+  // by the clock alone (rate, not_before, backoff). Empty: only an event can help
+  // (a submit, a lease ending, a policy change).
+  std::optional<Micros> wake_at;
+};
+
+struct FailRequest {
+  std::string error;
+  bool retryable = true;
+  std::optional<int64_t> retry_in_ms;
+};
+
+enum class Scope { kSubmit, kWork, kAdmin };
+
+struct TokenRecord {
+  std::string id;
+  std::string secret_hash;
+  std::optional<std::string> tenant;
+  std::vector<Scope> scopes;
+  std::optional<std::vector<std::string>> queues;  // work: limited to these
+  Micros created_at = 0;
+  bool revoked = false;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Queues. PutQueue creates or replaces the policy and bumps its version.
+  virtual Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
+                                     Micros now) = 0;
+  virtual Result<QueueInfo> GetQueue(const std::string& name) = 0;
+  virtual Result<std::vector<QueueInfo>> ListQueues() = 0;
+  virtual Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) = 0;
+  virtual Status SetPaused(const std::string& queue, bool paused, Micros now) = 0;
+
+  // Jobs. Submit returns only after the admitted job is durable.
+  virtual Result<SubmitOutcome> Submit(const NewJob& job, Micros now) = 0;
+  virtual Result<JobRecord> GetJob(const std::string& id) = 0;
+
+  // Leases, in order, in one transaction: fairness across callers follows the order.
+  virtual std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
+                                                      Micros now) = 0;
+  // Guarded by lease_id: a stale or unknown lease is lease_lost (409).
+  virtual Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
+                                     const std::optional<std::string>& result, Micros now) = 0;
+  virtual Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
+                                 const FailRequest& fail, Micros now) = 0;
+
+  // Tokens. The plaintext never reaches the store, only its hash.
+  virtual Status CreateToken(const TokenRecord& token) = 0;
+  virtual Result<std::optional<TokenRecord>> FindToken(const std::string& id) = 0;
+};
+
+}  // namespace sluice
+
+namespace sluice {
+
+inline std::string_view ScopeName(Scope s) {
+  switch (s) {
+    case Scope::kSubmit: return "submit";
+    case Scope::kWork: return "work";
+    case Scope::kAdmin: return "admin";
+  }
+  return "submit";
+}
+
+inline std::optional<Scope> ParseScope(std::string_view s) {
+  for (Scope x : {Scope::kSubmit, Scope::kWork, Scope::kAdmin}) {
+    if (ScopeName(x) == s) return x;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sluice

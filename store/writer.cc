@@ -1,0 +1,135 @@
+#include "store/writer.h"
+
+namespace sluice {
+
+Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch)
+    : db_(std::move(db)), max_batch_(max_batch), thread_([this] { Loop(); }) {}
+
+Writer::~Writer() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Writer::Enqueue(Op op) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      op.finish(MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
+      return;
+    }
+    pending_.push_back(std::move(op));
+  }
+  cv_.notify_one();
+}
+
+uint64_t Writer::commits() const {
+  std::lock_guard lock(mu_);
+  return commits_;
+}
+
+uint64_t Writer::operations() const {
+  std::lock_guard lock(mu_);
+  return operations_;
+}
+
+void Writer::Loop() {
+  for (;;) {
+    std::deque<Op> batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping and drained
+      while (!pending_.empty() && batch.size() < max_batch_) {
+        batch.push_back(std::move(pending_.front()));
+        pending_.pop_front();
+      }
+    }
+    RunBatch(batch);
+  }
+}
+
+void Writer::RunBatch(std::deque<Op>& batch) {
+  // Operations whose changes live in the open transaction, waiting for its commit.
+  std::deque<Op> in_txn;
+  auto fail_all = [&](std::deque<Op>& ops, const Error& e) {
+    for (Op& op : ops) op.finish(e);
+    ops.clear();
+  };
+  const Error storage_down =
+      MakeError(ErrorCode::kStorageUnavailable, "storage is unavailable; try again later");
+
+  try {
+    db_->Exec("BEGIN IMMEDIATE");
+  } catch (const sqlite::SqliteError& e) {
+    fail_all(batch, sqlite::ToError(e));
+    return;
+  }
+  for (Op& op : batch) {
+    try {
+      db_->Exec("SAVEPOINT op");
+    } catch (const sqlite::SqliteError& e) {
+      op.finish(sqlite::ToError(e));
+      continue;
+    }
+    std::optional<Error> err = op.run(*db_);
+    if (!db_->InTransaction()) {
+      // SQLite rolled the whole transaction back (e.g. an I/O error): earlier
+      // operations of this batch are gone too.
+      fail_all(in_txn, storage_down);
+      op.finish(err ? *err : storage_down);
+      try {
+        db_->Exec("BEGIN IMMEDIATE");
+      } catch (const sqlite::SqliteError&) {
+        // Fall through: the remaining operations will fail at their SAVEPOINT.
+      }
+      continue;
+    }
+    try {
+      if (err) db_->Exec("ROLLBACK TO op");
+      db_->Exec("RELEASE op");
+    } catch (const sqlite::SqliteError& e) {
+      // Cannot tell what the savepoint holds: give up the whole transaction.
+      if (db_->InTransaction()) {
+        try {
+          db_->Exec("ROLLBACK");
+        } catch (const sqlite::SqliteError&) {
+        }
+      }
+      fail_all(in_txn, storage_down);
+      op.finish(sqlite::ToError(e));
+      continue;
+    }
+    if (err) {
+      op.finish(std::nullopt);  // its own error value is the answer; nothing to commit
+    } else {
+      in_txn.push_back(std::move(op));
+    }
+  }
+  if (!db_->InTransaction()) {
+    fail_all(in_txn, storage_down);
+    return;
+  }
+  try {
+    db_->Exec("COMMIT");
+  } catch (const sqlite::SqliteError& e) {
+    try {
+      db_->Exec("ROLLBACK");
+    } catch (const sqlite::SqliteError&) {
+    }
+    fail_all(in_txn, sqlite::ToError(e).code == ErrorCode::kStorageUnavailable ? storage_down
+                                                                               : sqlite::ToError(e));
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++commits_;
+    operations_ += in_txn.size();
+  }
+  for (Op& op : in_txn) op.finish(std::nullopt);
+}
+
+}  // namespace sluice
