@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   server.new_task_queue = [n = flags.http_threads] { return new httplib::ThreadPool(n); };
   server.set_tcp_nodelay(true);  // NOTES.md pitfall 1
   server.set_keep_alive_max_count(100000);
-  server.set_keep_alive_timeout(60);
+  // An idle keep-alive connection delays shutdown by up to this long (httplib checks
+  // for stop only between requests), so keep it short; busy clients never idle this long.
+  server.set_keep_alive_timeout(5);
   server.set_read_timeout(60, 0);
   server.set_write_timeout(60, 0);
   server.set_payload_max_length(static_cast<size_t>(flags.max_body_bytes));

@@ -44,7 +44,7 @@ void ListQueues(App& app, const httplib::Request& req, httplib::Response& res) {
   if (!qs.ok()) return RenderError(res, qs.error());
   json out = json::array();
   for (const QueueInfo& q : qs.value()) out.push_back(QueueToJson(q));
-  RenderJson(res, 200, {{"queues", out}});
+  RenderJson(res, 200, {{"queues", out}, {"waiting_leases", app.dispatcher.waiting()}});
 }
 
 void ListTenants(App& app, const httplib::Request& req, httplib::Response& res) {

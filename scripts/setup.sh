@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what sluice needs from Debian packages (only what is missing), then
+# configures and builds it. Idempotent. Usage: scripts/setup.sh [build-dir [targets...]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR="${1:-build}"
+shift || true
+TARGETS=()
+for t in "$@"; do TARGETS+=(--target "$t"); done
+
+PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-dev
+          libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
+          curl jq)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+WERROR=OFF
+[ -n "${CI:-}" ] && WERROR=ON
+echo "==> building in $BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR="$WERROR" >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" "${TARGETS[@]}"

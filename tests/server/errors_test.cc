@@ -1,0 +1,75 @@
+// The one error map: every code has a status, a stable wire name, and renders as
+// application/problem+json with the code in `error`.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "server/auth.h"
+#include "server/errors.h"
+
+namespace sluice {
+namespace {
+
+const ErrorCode kAll[] = {
+    ErrorCode::kBadRequest,         ErrorCode::kUnauthorized,   ErrorCode::kForbidden,
+    ErrorCode::kNotFound,           ErrorCode::kMethodNotAllowed, ErrorCode::kConflict,
+    ErrorCode::kLeaseLost,          ErrorCode::kPayloadTooLarge, ErrorCode::kQueueFull,
+    ErrorCode::kDeadlineUnreachable, ErrorCode::kCostExceedsCapacity,
+    ErrorCode::kStorageUnavailable, ErrorCode::kInternal};
+
+TEST_CASE("every error code renders as problem+json with its wire name") {
+  std::set<std::string> names;
+  for (ErrorCode code : kAll) {
+    httplib::Response res;
+    RenderError(res, MakeError(code, "details"));
+    auto body = nlohmann::json::parse(res.body);
+    CHECK(res.get_header_value("Content-Type") == "application/problem+json");
+    CHECK(body["status"] == res.status);
+    CHECK(body["error"] == std::string(ErrorCodeName(code)));
+    CHECK(body["type"] == "about:blank");
+    CHECK(body["detail"] == "details");
+    CHECK(res.status >= 400);
+    names.insert(std::string(ErrorCodeName(code)));
+  }
+  CHECK(names.size() == std::size(kAll));  // wire names are distinct
+}
+
+TEST_CASE("status codes follow the API contract") {
+  CHECK(HttpStatusFor(ErrorCode::kQueueFull) == 429);
+  CHECK(HttpStatusFor(ErrorCode::kDeadlineUnreachable) == 429);
+  CHECK(HttpStatusFor(ErrorCode::kLeaseLost) == 409);
+  CHECK(HttpStatusFor(ErrorCode::kStorageUnavailable) == 503);
+  CHECK(HttpStatusFor(ErrorCode::kUnauthorized) == 401);
+  CHECK(HttpStatusFor(ErrorCode::kForbidden) == 403);
+  CHECK(HttpStatusFor(ErrorCode::kPayloadTooLarge) == 413);
+}
+
+TEST_CASE("429 and 503 carry Retry-After; 401 carries WWW-Authenticate") {
+  httplib::Response full;
+  Error e = MakeError(ErrorCode::kQueueFull, "full");
+  e.retry_after_s = 7;
+  RenderError(full, e);
+  CHECK(full.get_header_value("Retry-After") == "7");
+  CHECK(nlohmann::json::parse(full.body)["retry_after"] == 7);
+
+  httplib::Response down;
+  RenderError(down, MakeError(ErrorCode::kStorageUnavailable, "disk"));
+  CHECK(down.get_header_value("Retry-After") == "1");
+
+  httplib::Response unauth;
+  RenderError(unauth, MakeError(ErrorCode::kUnauthorized, "who"));
+  CHECK(unauth.get_header_value("WWW-Authenticate").rfind("Bearer", 0) == 0);
+}
+
+TEST_CASE("minted tokens: id.secret, hashed, never equal") {
+  MintedToken a = MintToken();
+  MintedToken b = MintToken();
+  CHECK(a.plaintext.rfind(a.id + ".", 0) == 0);
+  CHECK(a.plaintext != b.plaintext);
+  CHECK(a.secret_hash.size() == 64);
+  CHECK(a.secret_hash.find(a.plaintext) == std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice
