@@ -4,19 +4,32 @@ namespace sluice {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kBadRequest: return "bad_request";
-    case ErrorCode::kUnauthorized: return "unauthorized";
-    case ErrorCode::kForbidden: return "forbidden";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kMethodNotAllowed: return "method_not_allowed";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kLeaseLost: return "lease_lost";
-    case ErrorCode::kPayloadTooLarge: return "payload_too_large";
-    case ErrorCode::kQueueFull: return "queue_full";
-    case ErrorCode::kDeadlineUnreachable: return "deadline_unreachable";
-    case ErrorCode::kCostExceedsCapacity: return "cost_exceeds_capacity";
-    case ErrorCode::kStorageUnavailable: return "storage_unavailable";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kBadRequest:
+      return "bad_request";
+    case ErrorCode::kUnauthorized:
+      return "unauthorized";
+    case ErrorCode::kForbidden:
+      return "forbidden";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kMethodNotAllowed:
+      return "method_not_allowed";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kLeaseLost:
+      return "lease_lost";
+    case ErrorCode::kPayloadTooLarge:
+      return "payload_too_large";
+    case ErrorCode::kQueueFull:
+      return "queue_full";
+    case ErrorCode::kDeadlineUnreachable:
+      return "deadline_unreachable";
+    case ErrorCode::kCostExceedsCapacity:
+      return "cost_exceeds_capacity";
+    case ErrorCode::kStorageUnavailable:
+      return "storage_unavailable";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }

@@ -34,17 +34,19 @@ std::string_view ErrorCodeName(ErrorCode code);
 struct Error {
   ErrorCode code;
   std::string detail;
-  std::optional<int64_t> retry_after_s;     // for 429 and 503
+  std::optional<int64_t> retry_after_s;       // for 429 and 503
   std::optional<int64_t> estimated_start_us;  // for deadline_unreachable
 };
 
-inline Error MakeError(ErrorCode code, std::string detail) { return Error{code, std::move(detail), {}, {}}; }
+inline Error MakeError(ErrorCode code, std::string detail) {
+  return Error{code, std::move(detail), {}, {}};
+}
 
 // A value or an Error. Small on purpose: ok(), value(), error().
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& value() { return std::get<T>(v_); }

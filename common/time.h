@@ -19,7 +19,9 @@ std::string FormatRfc3339(Micros t);
 std::optional<Micros> ParseRfc3339(std::string_view s);
 
 // Whole seconds, rounded up, from a non-negative duration.
-inline int64_t CeilSeconds(Micros d) { return d <= 0 ? 0 : (d + kMicrosPerSecond - 1) / kMicrosPerSecond; }
+inline int64_t CeilSeconds(Micros d) {
+  return d <= 0 ? 0 : (d + kMicrosPerSecond - 1) / kMicrosPerSecond;
+}
 
 // The wall clock, for the server's edge. Components below take `now` as an argument.
 Micros WallNowMicros();

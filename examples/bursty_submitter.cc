@@ -38,9 +38,10 @@ int main(int argc, char** argv) {
       int accepted = 0, rejected = 0;
       std::string retry_after, last_start;
       for (int i = 0; i < burst_size; ++i) {
-        nlohmann::json body = {{"payload", {{"rows", 5 + static_cast<int>(rng() % 20)},
-                                            {"report", "monthly-usage"}}}};
-        auto res = c.Post(("/v1/queues/" + queue + "/jobs").c_str(), body.dump(), "application/json");
+        nlohmann::json body = {
+            {"payload", {{"rows", 5 + static_cast<int>(rng() % 20)}, {"report", "monthly-usage"}}}};
+        auto res =
+            c.Post(("/v1/queues/" + queue + "/jobs").c_str(), body.dump(), "application/json");
         if (!res) {
           std::fprintf(stderr, "submit failed: %s\n", httplib::to_string(res.error()).c_str());
           return 1;
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
       std::printf("%s  [submitter] burst %d: %-8s %2d accepted", at.c_str(), burst, tenant.c_str(),
                   accepted);
       if (accepted > 0) std::printf(" (last starts ~%s)", last_start.substr(11, 8).c_str());
-      if (rejected > 0) std::printf(", %2d refused 429 (Retry-After %ss)", rejected, retry_after.c_str());
+      if (rejected > 0)
+        std::printf(", %2d refused 429 (Retry-After %ss)", rejected, retry_after.c_str());
       std::printf("\n");
       std::fflush(stdout);
     }

@@ -2,6 +2,7 @@
 // g++ 12 in C++20 mode needs std::exchange before awaitable.hpp (NOTES.md pitfall 3).
 #pragma once
 
+// clang-format off
 #include <utility>
-
 #include <boost/asio.hpp>
+// clang-format on

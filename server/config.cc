@@ -1,9 +1,8 @@
 #include "server/config.h"
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "server/http.h"
 
@@ -22,7 +21,8 @@ Result<Config> LoadConfig(const std::string& path) {
   }
   Config c;
   if (auto qs = j.find("queues"); qs != j.end()) {
-    if (!qs->is_object()) return MakeError(ErrorCode::kBadRequest, "config: 'queues' must be an object");
+    if (!qs->is_object())
+      return MakeError(ErrorCode::kBadRequest, "config: 'queues' must be an object");
     for (auto& [name, policy_json] : qs->items()) {
       if (!ValidQueueName(name)) {
         return MakeError(ErrorCode::kBadRequest, "config: invalid queue name '" + name + "'");

@@ -7,17 +7,28 @@ namespace {
 
 const char* Title(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 503: return "Service Unavailable";
-    default: return status >= 500 ? "Internal Server Error" : "Error";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status >= 500 ? "Internal Server Error" : "Error";
   }
 }
 
@@ -25,19 +36,32 @@ const char* Title(int status) {
 
 int HttpStatusFor(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kBadRequest: return 400;
-    case ErrorCode::kCostExceedsCapacity: return 400;
-    case ErrorCode::kUnauthorized: return 401;
-    case ErrorCode::kForbidden: return 403;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kMethodNotAllowed: return 405;
-    case ErrorCode::kConflict: return 409;
-    case ErrorCode::kLeaseLost: return 409;
-    case ErrorCode::kPayloadTooLarge: return 413;
-    case ErrorCode::kQueueFull: return 429;
-    case ErrorCode::kDeadlineUnreachable: return 429;
-    case ErrorCode::kStorageUnavailable: return 503;
-    case ErrorCode::kInternal: return 500;
+    case ErrorCode::kBadRequest:
+      return 400;
+    case ErrorCode::kCostExceedsCapacity:
+      return 400;
+    case ErrorCode::kUnauthorized:
+      return 401;
+    case ErrorCode::kForbidden:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kMethodNotAllowed:
+      return 405;
+    case ErrorCode::kConflict:
+      return 409;
+    case ErrorCode::kLeaseLost:
+      return 409;
+    case ErrorCode::kPayloadTooLarge:
+      return 413;
+    case ErrorCode::kQueueFull:
+      return 429;
+    case ErrorCode::kDeadlineUnreachable:
+      return 429;
+    case ErrorCode::kStorageUnavailable:
+      return 503;
+    case ErrorCode::kInternal:
+      return 500;
   }
   return 500;
 }

@@ -28,7 +28,8 @@ Result<std::optional<int64_t>> IntField(const json& j, const char* name, int64_t
   int64_t v = it->get<int64_t>();
   if (v < min || v > max) {
     return MakeError(ErrorCode::kBadRequest, std::string("'") + name + "' must be between " +
-                                                 std::to_string(min) + " and " + std::to_string(max));
+                                                 std::to_string(min) + " and " +
+                                                 std::to_string(max));
   }
   return std::optional<int64_t>(v);
 }
@@ -53,8 +54,9 @@ Result<std::optional<Micros>> TimeField(const json& j, const char* name) {
   if (!s.value()) return std::optional<Micros>();
   auto t = ParseRfc3339(*s.value());
   if (!t) {
-    return MakeError(ErrorCode::kBadRequest,
-                     std::string("'") + name + "' must be an RFC 3339 time, e.g. 2026-01-02T03:04:05Z");
+    return MakeError(
+        ErrorCode::kBadRequest,
+        std::string("'") + name + "' must be an RFC 3339 time, e.g. 2026-01-02T03:04:05Z");
   }
   return std::optional<Micros>(*t);
 }
@@ -131,9 +133,8 @@ json QueueToJson(const QueueInfo& q) {
   j["name"] = q.name;
   j["version"] = q.version;
   j["paused"] = q.paused;
-  j["stats"] = {{"queued", q.stats.queued},
-                {"queued_cost", q.stats.queued_cost},
-                {"leased", q.stats.leased}};
+  j["stats"] = {
+      {"queued", q.stats.queued}, {"queued_cost", q.stats.queued_cost}, {"leased", q.stats.leased}};
   return j;
 }
 

@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
   server.set_payload_max_length(static_cast<size_t>(flags.max_body_bytes));
   sluice::RegisterRoutes(server, app);
 
-  int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  int bound =
+      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
     spdlog::error("cannot listen on {}", flags.listen);
     return 1;

@@ -99,8 +99,8 @@ void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) 
   for (const json& s : *scopes) {
     std::optional<Scope> scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
     if (!scope) {
-      return RenderError(res, MakeError(ErrorCode::kBadRequest,
-                                        "unknown scope " + s.dump() + ": use submit, work or admin"));
+      return RenderError(res, MakeError(ErrorCode::kBadRequest, "unknown scope " + s.dump() +
+                                                                    ": use submit, work or admin"));
     }
     rec.scopes.push_back(*scope);
   }
@@ -110,10 +110,11 @@ void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) 
     return RenderError(res, MakeError(ErrorCode::kBadRequest, "'tenant' must not be empty"));
   }
   rec.tenant = tenant.value();
-  bool wants_submit = std::find(rec.scopes.begin(), rec.scopes.end(), Scope::kSubmit) != rec.scopes.end();
+  bool wants_submit =
+      std::find(rec.scopes.begin(), rec.scopes.end(), Scope::kSubmit) != rec.scopes.end();
   if (wants_submit && !rec.tenant) {
-    return RenderError(res, MakeError(ErrorCode::kBadRequest,
-                                      "a token with the submit scope needs a 'tenant'"));
+    return RenderError(
+        res, MakeError(ErrorCode::kBadRequest, "a token with the submit scope needs a 'tenant'"));
   }
   if (auto q = b.find("queues"); q != b.end() && !q->is_null()) {
     if (!q->is_array()) {
@@ -122,7 +123,8 @@ void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) 
     std::vector<std::string> names;
     for (const json& n : *q) {
       if (!n.is_string() || !ValidQueueName(n.get<std::string>())) {
-        return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queues' must hold queue names"));
+        return RenderError(res,
+                           MakeError(ErrorCode::kBadRequest, "'queues' must hold queue names"));
       }
       names.push_back(n.get<std::string>());
     }

@@ -44,7 +44,7 @@ Result<NewJob> ParseNewJob(const json& body, Micros now) {
 
   for (auto& [key, value] : body.items()) {
     (void)value;
-    static const char* kKnown[] = {"payload",  "cost",     "deadline",    "deadline_in_ms",
+    static const char* kKnown[] = {"payload",    "cost",     "deadline",    "deadline_in_ms",
                                    "not_before", "lease_ms", "max_attempts"};
     bool known = false;
     for (const char* k : kKnown) known = known || key == k;
@@ -103,10 +103,10 @@ void Submit(App& app, const httplib::Request& req, httplib::Response& res) {
       return;
     }
     case AdmissionOutcome::kCostOverCapacity:
-      return RenderError(res, MakeError(ErrorCode::kCostExceedsCapacity,
-                                        "cost " + std::to_string(job.value().cost) +
-                                            " exceeds the bucket capacity " +
-                                            std::to_string(o.policy.capacity)));
+      return RenderError(
+          res, MakeError(ErrorCode::kCostExceedsCapacity,
+                         "cost " + std::to_string(job.value().cost) +
+                             " exceeds the bucket capacity " + std::to_string(o.policy.capacity)));
   }
 }
 
@@ -130,10 +130,12 @@ void GetJob(App& app, const httplib::Request& req, httplib::Response& res) {
 }  // namespace
 
 void RegisterJobRoutes(httplib::Server& server, App& app) {
-  server.Post(R"(/v1/queues/([^/:]+)/jobs)",
-              [&app](const httplib::Request& req, httplib::Response& res) { Submit(app, req, res); });
-  server.Get(R"(/v1/jobs/([^/]+))",
-             [&app](const httplib::Request& req, httplib::Response& res) { GetJob(app, req, res); });
+  server.Post(
+      R"(/v1/queues/([^/:]+)/jobs)",
+      [&app](const httplib::Request& req, httplib::Response& res) { Submit(app, req, res); });
+  server.Get(R"(/v1/jobs/([^/]+))", [&app](const httplib::Request& req, httplib::Response& res) {
+    GetJob(app, req, res);
+  });
 }
 
 }  // namespace sluice

@@ -29,8 +29,8 @@ void Lease(App& app, const httplib::Request& req, httplib::Response& res) {
     }
     std::string name = q.get<std::string>();
     if (!who.value().MayWorkOn(name)) {
-      return RenderError(res, MakeError(ErrorCode::kForbidden,
-                                        "this token may not work on queue '" + name + "'"));
+      return RenderError(
+          res, MakeError(ErrorCode::kForbidden, "this token may not work on queue '" + name + "'"));
     }
     auto info = app.store.GetQueue(name);
     if (!info.ok()) return RenderError(res, info.error());
@@ -57,8 +57,8 @@ void Lease(App& app, const httplib::Request& req, httplib::Response& res) {
 }
 
 // Authorizes a worker for the job's queue and reads the lease_id from the body.
-Result<std::string> LeaseIdFor(App& app, const httplib::Request& req,
-                               const Result<Principal>& who, const json& body) {
+Result<std::string> LeaseIdFor(App& app, const httplib::Request& req, const Result<Principal>& who,
+                               const json& body) {
   auto lease_id = StringField(body, "lease_id", 200);
   if (!lease_id.ok()) return lease_id.error();
   if (!lease_id.value()) return MakeError(ErrorCode::kBadRequest, "'lease_id' is required");
@@ -114,10 +114,12 @@ void Fail(App& app, const httplib::Request& req, httplib::Response& res) {
 }  // namespace
 
 void RegisterLeaseRoutes(httplib::Server& server, App& app) {
-  server.Post("/v1/leases",
-              [&app](const httplib::Request& req, httplib::Response& res) { Lease(app, req, res); });
-  server.Post(R"(/v1/jobs/([^/]+)/complete)", [&app](const httplib::Request& req,
-                                                     httplib::Response& res) { Complete(app, req, res); });
+  server.Post("/v1/leases", [&app](const httplib::Request& req, httplib::Response& res) {
+    Lease(app, req, res);
+  });
+  server.Post(
+      R"(/v1/jobs/([^/]+)/complete)",
+      [&app](const httplib::Request& req, httplib::Response& res) { Complete(app, req, res); });
   server.Post(R"(/v1/jobs/([^/]+)/fail)",
               [&app](const httplib::Request& req, httplib::Response& res) { Fail(app, req, res); });
 }

@@ -14,7 +14,7 @@ namespace sluice {
 
 // What the shaper needs to know about a bucket.
 struct BucketState {
-  ScheduleInstant tat;     // theoretical arrival time of the next release
+  ScheduleInstant tat;  // theoretical arrival time of the next release
   int64_t queued_count = 0;
   int64_t queued_cost = 0;  // cost of jobs in state queued
   int64_t leased = 0;       // jobs in state leased

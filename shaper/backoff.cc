@@ -10,7 +10,8 @@ int64_t FullJitterBackoffMs(int64_t base_ms, int64_t max_ms, int64_t attempt, do
   ceiling = std::min(ceiling, max_ms);
   if (ceiling <= 0) return 0;
   unit_random = std::clamp(unit_random, 0.0, 1.0);
-  return std::min<int64_t>(ceiling, static_cast<int64_t>(unit_random * static_cast<double>(ceiling + 1)));
+  return std::min<int64_t>(ceiling,
+                           static_cast<int64_t>(unit_random * static_cast<double>(ceiling + 1)));
 }
 
 }  // namespace sluice

@@ -24,7 +24,7 @@ struct BucketView {
   BucketPolicy policy;
   ScheduleInstant tat;
   int64_t leased = 0;
-  int64_t head_seq = 0;   // admission order of the bucket's first available job
+  int64_t head_seq = 0;  // admission order of the bucket's first available job
   int64_t head_cost = 1;
 };
 

@@ -11,7 +11,8 @@ constexpr Int128 kMicrosPerKilosecond = 1'000'000'000;
 
 ScheduleInstant CostDuration(int64_t cost, int64_t rate_milli) {
   Int128 num = static_cast<Int128>(cost) * kMicrosPerKilosecond;
-  return ScheduleInstant{static_cast<Micros>(num / rate_milli), static_cast<int64_t>(num % rate_milli)};
+  return ScheduleInstant{static_cast<Micros>(num / rate_milli),
+                         static_cast<int64_t>(num % rate_milli)};
 }
 
 ScheduleInstant AdvanceBy(ScheduleInstant tat, int64_t cost, int64_t rate_milli) {

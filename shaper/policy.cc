@@ -49,7 +49,8 @@ std::optional<Error> ReadOverride(const json& j, TenantOverride* o) {
   if (auto e = ReadRate(j, &o->rate_milli)) return e;
   if (auto e = ReadInt(j, "capacity", 1, kMaxCount, &o->capacity)) return e;
   if (auto e = ReadInt(j, "burst", 1, kMaxCount, &o->burst)) return e;
-  if (auto e = ReadInt(j, "max_inflight_per_tenant", 0, kMaxCount, &o->max_inflight_per_tenant)) return e;
+  if (auto e = ReadInt(j, "max_inflight_per_tenant", 0, kMaxCount, &o->max_inflight_per_tenant))
+    return e;
   return std::nullopt;
 }
 
@@ -69,10 +70,21 @@ BucketPolicy QueuePolicy::ForTenant(const std::string& tenant) const {
 
 Result<QueuePolicy> PolicyFromJson(const json& j) {
   if (!j.is_object()) return MakeError(ErrorCode::kBadRequest, "policy must be a JSON object");
-  static const char* kKnown[] = {"rate", "capacity", "burst", "max_inflight_per_tenant",
-                                 "max_inflight", "lease_ms", "max_attempts", "retry_backoff_ms",
-                                 "retry_backoff_max_ms", "default_deadline_ms", "tenants",
-                                 "version", "paused", "name", "stats"};
+  static const char* kKnown[] = {"rate",
+                                 "capacity",
+                                 "burst",
+                                 "max_inflight_per_tenant",
+                                 "max_inflight",
+                                 "lease_ms",
+                                 "max_attempts",
+                                 "retry_backoff_ms",
+                                 "retry_backoff_max_ms",
+                                 "default_deadline_ms",
+                                 "tenants",
+                                 "version",
+                                 "paused",
+                                 "name",
+                                 "stats"};
   for (auto& [k, v] : j.items()) {
     (void)v;
     bool known = false;
@@ -96,7 +108,8 @@ Result<QueuePolicy> PolicyFromJson(const json& j) {
   p.bucket.rate_milli = *base.rate_milli;
   if (base.capacity) p.bucket.capacity = *base.capacity;
   if (base.burst) p.bucket.burst = *base.burst;
-  if (base.max_inflight_per_tenant) p.bucket.max_inflight_per_tenant = *base.max_inflight_per_tenant;
+  if (base.max_inflight_per_tenant)
+    p.bucket.max_inflight_per_tenant = *base.max_inflight_per_tenant;
 
   std::optional<int64_t> v;
   if (auto e = ReadInt(j, "max_inflight", 0, kMaxCount, &v)) return *e;

@@ -20,12 +20,18 @@ inline constexpr std::array<JobState, 6> kAllJobStates = {
 
 constexpr std::string_view JobStateName(JobState s) {
   switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kLeased: return "leased";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kExpired: return "expired";
-    case JobState::kCanceled: return "canceled";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kLeased:
+      return "leased";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kExpired:
+      return "expired";
+    case JobState::kCanceled:
+      return "canceled";
   }
   return "queued";
 }

@@ -32,7 +32,10 @@ Error ToError(const SqliteError& e);
 class Stmt {
  public:
   Stmt(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  ~Stmt() { sqlite3_reset(stmt_); sqlite3_clear_bindings(stmt_); }
+  ~Stmt() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 

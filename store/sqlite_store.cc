@@ -2,10 +2,9 @@
 #include "store/sqlite_store.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "common/random.h"
 #include "shaper/backoff.h"
@@ -21,9 +20,9 @@ using sqlite::Stmt;
 
 // ---- Named statements ------------------------------------------------------------
 
-#define SLUICE_JOB_COLUMNS                                                                  \
+#define SLUICE_JOB_COLUMNS                                                                     \
   "id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version, " \
-  "created_at, not_before, available_at, deadline_at, estimated_start, lease_id, "            \
+  "created_at, not_before, available_at, deadline_at, estimated_start, lease_id, "             \
   "lease_expires_at, result, errors, finished_at"
 
 constexpr const char* kSelectQueue =
@@ -376,7 +375,8 @@ Result<T> SqliteStore::Read(const std::function<Result<T>(Db&)>& fn) {
     }
   }
   try {
-    if (!db) db = std::make_unique<Db>(options_.path, options_.synchronous, options_.busy_timeout_ms);
+    if (!db)
+      db = std::make_unique<Db>(options_.path, options_.synchronous, options_.busy_timeout_ms);
     Result<T> r = fn(*db);
     std::lock_guard lock(readers_mu_);
     idle_readers_.push_back(std::move(db));
@@ -434,7 +434,8 @@ Result<std::vector<BucketInfo>> SqliteStore::ListBuckets(const std::string& queu
       b.queued_cost = s.Int(2);
       b.leased = s.Int(3);
       b.policy = q->policy.ForTenant(b.tenant);
-      if (b.queued > 0) b.next_release_at = ReleaseAt(b.policy, ScheduleInstant{s.Int(4), s.Int(5)});
+      if (b.queued > 0)
+        b.next_release_at = ReleaseAt(b.policy, ScheduleInstant{s.Int(4), s.Int(5)});
       b.oldest_queued_at = s.OptInt(6);
       out.push_back(b);
     }

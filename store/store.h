@@ -37,7 +37,7 @@ struct BucketInfo {
   int64_t queued = 0;
   int64_t queued_cost = 0;
   int64_t leased = 0;
-  std::optional<Micros> next_release_at;  // when the head may leave (if anything is queued)
+  std::optional<Micros> next_release_at;   // when the head may leave (if anything is queued)
   std::optional<Micros> oldest_queued_at;  // admission time of the oldest queued job
   BucketPolicy policy;                     // effective, after tenant overrides
 };
@@ -70,7 +70,7 @@ struct NewJob {
   std::string tenant;
   std::string payload = "null";  // JSON text, already validated
   int64_t cost = 1;
-  std::optional<Micros> deadline;       // absolute; else the queue's default_deadline_ms
+  std::optional<Micros> deadline;  // absolute; else the queue's default_deadline_ms
   std::optional<Micros> not_before;
   std::optional<int64_t> lease_ms;      // else the queue's lease_ms
   std::optional<int64_t> max_attempts;  // else the queue's max_attempts
@@ -153,9 +153,12 @@ namespace sluice {
 
 inline std::string_view ScopeName(Scope s) {
   switch (s) {
-    case Scope::kSubmit: return "submit";
-    case Scope::kWork: return "work";
-    case Scope::kAdmin: return "admin";
+    case Scope::kSubmit:
+      return "submit";
+    case Scope::kWork:
+      return "work";
+    case Scope::kAdmin:
+      return "admin";
   }
   return "submit";
 }

@@ -120,8 +120,9 @@ void Writer::RunBatch(std::deque<Op>& batch) {
       db_->Exec("ROLLBACK");
     } catch (const sqlite::SqliteError&) {
     }
-    fail_all(in_txn, sqlite::ToError(e).code == ErrorCode::kStorageUnavailable ? storage_down
-                                                                               : sqlite::ToError(e));
+    fail_all(in_txn, sqlite::ToError(e).code == ErrorCode::kStorageUnavailable
+                         ? storage_down
+                         : sqlite::ToError(e));
     return;
   }
   {

@@ -40,24 +40,23 @@ class Writer {
     auto slot = std::make_shared<std::optional<Result<T>>>();
     auto done = std::make_shared<std::promise<Result<T>>>();
     auto future = done->get_future();
-    Enqueue(Op{
-        [fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
-          try {
-            *slot = fn(db);
-            if (!(*slot)->ok()) return (*slot)->error();
-            return std::nullopt;
-          } catch (const sqlite::SqliteError& e) {
-            *slot = sqlite::ToError(e);
-            return (*slot)->error();
-          }
-        },
-        [slot, done](const std::optional<Error>& batch_failure) {
-          if (batch_failure) {
-            done->set_value(*batch_failure);
-          } else {
-            done->set_value(std::move(**slot));
-          }
-        }});
+    Enqueue(Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
+                 try {
+                   *slot = fn(db);
+                   if (!(*slot)->ok()) return (*slot)->error();
+                   return std::nullopt;
+                 } catch (const sqlite::SqliteError& e) {
+                   *slot = sqlite::ToError(e);
+                   return (*slot)->error();
+                 }
+               },
+               [slot, done](const std::optional<Error>& batch_failure) {
+                 if (batch_failure) {
+                   done->set_value(*batch_failure);
+                 } else {
+                   done->set_value(std::move(**slot));
+                 }
+               }});
     return future.get();
   }
 
@@ -81,10 +80,10 @@ class Writer {
   const size_t max_batch_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Op> pending_;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
-  uint64_t commits_ = 0;    // guarded by mu_
-  uint64_t operations_ = 0; // guarded by mu_
+  std::deque<Op> pending_;   // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+  uint64_t commits_ = 0;     // guarded by mu_
+  uint64_t operations_ = 0;  // guarded by mu_
   std::thread thread_;
 };
 

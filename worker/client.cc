@@ -9,12 +9,19 @@ Error ErrorFromResponse(int status, const std::string& body) {
   std::string code = j.is_object() ? j.value("error", "") : "";
   std::string detail = j.is_object() ? j.value("detail", body) : body;
   ErrorCode ec = ErrorCode::kInternal;
-  static const ErrorCode kAll[] = {
-      ErrorCode::kBadRequest,    ErrorCode::kUnauthorized,        ErrorCode::kForbidden,
-      ErrorCode::kNotFound,      ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
-      ErrorCode::kLeaseLost,     ErrorCode::kPayloadTooLarge,     ErrorCode::kQueueFull,
-      ErrorCode::kDeadlineUnreachable, ErrorCode::kCostExceedsCapacity,
-      ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
+  static const ErrorCode kAll[] = {ErrorCode::kBadRequest,
+                                   ErrorCode::kUnauthorized,
+                                   ErrorCode::kForbidden,
+                                   ErrorCode::kNotFound,
+                                   ErrorCode::kMethodNotAllowed,
+                                   ErrorCode::kConflict,
+                                   ErrorCode::kLeaseLost,
+                                   ErrorCode::kPayloadTooLarge,
+                                   ErrorCode::kQueueFull,
+                                   ErrorCode::kDeadlineUnreachable,
+                                   ErrorCode::kCostExceedsCapacity,
+                                   ErrorCode::kStorageUnavailable,
+                                   ErrorCode::kInternal};
   for (ErrorCode c : kAll) {
     if (ErrorCodeName(c) == code) ec = c;
   }
@@ -64,14 +71,16 @@ Result<std::vector<LeasedJob>> WorkerClient::Lease(const std::vector<std::string
     l.attempt = j.value("attempt", 0);
     l.lease_id = j.value("lease_id", "");
     l.lease_expires_at = j.value("lease_expires_at", "");
-    if (j.contains("deadline") && j["deadline"].is_string()) l.deadline = j["deadline"].get<std::string>();
+    if (j.contains("deadline") && j["deadline"].is_string())
+      l.deadline = j["deadline"].get<std::string>();
     jobs.push_back(std::move(l));
   }
   return jobs;
 }
 
 Status WorkerClient::Complete(const LeasedJob& job, const json& result) {
-  auto r = Post("/v1/jobs/" + job.id + "/complete", {{"lease_id", job.lease_id}, {"result", result}});
+  auto r =
+      Post("/v1/jobs/" + job.id + "/complete", {{"lease_id", job.lease_id}, {"result", result}});
   if (!r.ok()) return r.error();
   return Ok{};
 }

@@ -1,22 +1,29 @@
 // The one error map: every code has a status, a stable wire name, and renders as
 // application/problem+json with the code in `error`.
-#include <catch2/catch.hpp>
+#include "server/errors.h"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "server/auth.h"
-#include "server/errors.h"
 
 namespace sluice {
 namespace {
 
-const ErrorCode kAll[] = {
-    ErrorCode::kBadRequest,         ErrorCode::kUnauthorized,   ErrorCode::kForbidden,
-    ErrorCode::kNotFound,           ErrorCode::kMethodNotAllowed, ErrorCode::kConflict,
-    ErrorCode::kLeaseLost,          ErrorCode::kPayloadTooLarge, ErrorCode::kQueueFull,
-    ErrorCode::kDeadlineUnreachable, ErrorCode::kCostExceedsCapacity,
-    ErrorCode::kStorageUnavailable, ErrorCode::kInternal};
+const ErrorCode kAll[] = {ErrorCode::kBadRequest,
+                          ErrorCode::kUnauthorized,
+                          ErrorCode::kForbidden,
+                          ErrorCode::kNotFound,
+                          ErrorCode::kMethodNotAllowed,
+                          ErrorCode::kConflict,
+                          ErrorCode::kLeaseLost,
+                          ErrorCode::kPayloadTooLarge,
+                          ErrorCode::kQueueFull,
+                          ErrorCode::kDeadlineUnreachable,
+                          ErrorCode::kCostExceedsCapacity,
+                          ErrorCode::kStorageUnavailable,
+                          ErrorCode::kInternal};
 
 TEST_CASE("every error code renders as problem+json with its wire name") {
   std::set<std::string> names;

@@ -1,7 +1,6 @@
 // System tests: the real sluiced binary on a free loopback port, real HTTP, a real
 // SQLite file. Walks the skeleton's path end to end (issue 2).
 #include <catch2/catch.hpp>
-
 #include <future>
 #include <thread>
 
@@ -12,9 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token) {
-  return {{"Authorization", "Bearer " + token}};
-}
+httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
 
 // A server with one queue and tokens for two tenants and a worker.
 struct Fixture {
@@ -47,7 +44,9 @@ struct Fixture {
                     const std::string& queue = "report-export") {
     return Call(*http, "POST", "/v1/queues/" + queue + "/jobs", body, Bearer(token));
   }
-  HttpResult Lease(const json& body) { return Call(*http, "POST", "/v1/leases", body, Bearer(worker)); }
+  HttpResult Lease(const json& body) {
+    return Call(*http, "POST", "/v1/leases", body, Bearer(worker));
+  }
   HttpResult Ack(const std::string& id, const std::string& verb, const json& body) {
     return Call(*http, "POST", "/v1/jobs/" + id + "/" + verb, body, Bearer(worker));
   }
@@ -108,7 +107,8 @@ TEST_CASE("submit, lease, complete: the job ends succeeded") {
   auto queues = f.Admin("GET", "/v1/admin/queues");
   REQUIRE(queues.status == 200);
   REQUIRE(queues.body["queues"].size() == 1);
-  CHECK(queues.body["queues"][0]["stats"] == json{{"queued", 0}, {"queued_cost", 0}, {"leased", 0}});
+  CHECK(queues.body["queues"][0]["stats"] ==
+        json{{"queued", 0}, {"queued_cost", 0}, {"leased", 0}});
 }
 
 TEST_CASE("a full bucket answers 429 queue_full with an honest Retry-After") {
@@ -123,7 +123,7 @@ TEST_CASE("a full bucket answers 429 queue_full with an honest Retry-After") {
   REQUIRE(!retry_after.empty());
   CHECK(std::stoi(retry_after) >= 1);
   CHECK(full.body["retry_after"] == std::stoi(retry_after));
-  CHECK(full.header("RateLimit") .find(";r=0;") != std::string::npos);
+  CHECK(full.header("RateLimit").find(";r=0;") != std::string::npos);
 
   // Another tenant's bucket is its own: globex is not affected by acme's backlog.
   CHECK(f.Submit(f.globex, {{"payload", 4}}).status == 202);
@@ -176,7 +176,8 @@ TEST_CASE("authentication and scopes") {
     auto r = f.Submit(f.worker, {{"payload", 1}});
     CHECK(r.status == 403);
     CHECK(r.body["error"] == "forbidden");
-    auto lease = Call(*f.http, "POST", "/v1/leases", {{"queues", {"report-export"}}}, Bearer(f.acme));
+    auto lease =
+        Call(*f.http, "POST", "/v1/leases", {{"queues", {"report-export"}}}, Bearer(f.acme));
     CHECK(lease.status == 403);
     CHECK(Call(*f.http, "GET", "/v1/admin/queues", nullptr, Bearer(f.acme)).status == 403);
   }
@@ -209,7 +210,8 @@ TEST_CASE("bad input gets a clear problem+json error") {
   CHECK(Call(*f.http, "GET", "/v1/nothing/here").status == 404);
 
   std::string huge(2 << 20, 'x');
-  auto big = f.http->Post("/v1/queues/report-export/jobs", Bearer(f.acme), huge, "application/json");
+  auto big =
+      f.http->Post("/v1/queues/report-export/jobs", Bearer(f.acme), huge, "application/json");
   REQUIRE(big);
   CHECK(big->status == 413);
   CHECK(big->get_header_value("Content-Type") == "application/problem+json");
@@ -263,8 +265,10 @@ TEST_CASE("fail: retryable goes back to queued, then fails for good") {
   const std::string id = sub.body["id"];
   auto l1 = f.Lease({{"queues", {"report-export"}}, {"wait_ms", 5000}});
   REQUIRE(l1.body["jobs"].size() == 1);
-  auto r1 = f.Ack(id, "fail", {{"lease_id", l1.body["jobs"][0]["lease_id"]},
-                               {"error", "downstream timeout"}, {"retry_in_ms", 0}});
+  auto r1 = f.Ack(id, "fail",
+                  {{"lease_id", l1.body["jobs"][0]["lease_id"]},
+                   {"error", "downstream timeout"},
+                   {"retry_in_ms", 0}});
   REQUIRE(r1.status == 200);
   CHECK(r1.body["state"] == "queued");
   auto l2 = f.Lease({{"queues", {"report-export"}}, {"wait_ms", 5000}});

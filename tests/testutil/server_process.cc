@@ -1,12 +1,12 @@
 #include "tests/testutil/server_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fcntl.h>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -37,8 +37,8 @@ ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options
   log_path_ = dir_.File("sluiced.log");
   const std::string port_file = dir_.File("port");
 
-  std::vector<std::string> args = {SLUICED_BINARY, "--listen", "127.0.0.1:0", "--db", db_path_,
-                                   "--port-file", port_file};
+  std::vector<std::string> args = {SLUICED_BINARY, "--listen",    "127.0.0.1:0", "--db",
+                                   db_path_,       "--port-file", port_file};
   for (const auto& a : options_.extra_args) args.push_back(a);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -55,7 +55,8 @@ ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -105,8 +106,8 @@ int ServerProcess::Stop(int signo) {
   if (pid_ <= 0) return 0;
   kill(pid_, signo);
   int status = 0;
-  bool exited = PollUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; },
-                          std::chrono::seconds(20));
+  bool exited =
+      PollUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, std::chrono::seconds(20));
   if (!exited) {
     kill(pid_, SIGKILL);
     waitpid(pid_, &status, 0);

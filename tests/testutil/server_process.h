@@ -59,7 +59,6 @@ struct HttpResult {
 };
 
 HttpResult Call(httplib::Client& c, const std::string& method, const std::string& path,
-                const nlohmann::json& body = nullptr,
-                const httplib::Headers& headers = {});
+                const nlohmann::json& body = nullptr, const httplib::Headers& headers = {});
 
 }  // namespace sluice::testing
