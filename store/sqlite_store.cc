@@ -2,6 +2,7 @@
 #include "store/sqlite_store.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -49,8 +50,13 @@ constexpr const char* kListBuckets =
     "(SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant "
     " AND j.state = 'queued' ORDER BY j.seq LIMIT 1) "
     "FROM buckets b WHERE b.queue = ? ORDER BY b.tenant";
-constexpr const char* kBucketsWithQueued =
-    "SELECT tenant, tat_us, tat_frac, leased FROM buckets WHERE queue = ? AND queued_count > 0";
+// Every bucket of a queue with an available head job: the bucket and its head.
+constexpr const char* kBucketHeads =
+    "SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost FROM buckets b "
+    "JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h WHERE h.queue = b.queue "
+    " AND h.tenant = b.tenant AND h.state = 'queued' AND h.available_at <= ?2 "
+    " ORDER BY h.seq LIMIT 1) "
+    "WHERE b.queue = ?1 AND b.queued_count > 0";
 constexpr const char* kBucketAdmitted =
     "INSERT INTO buckets (queue, tenant, queued_count, queued_cost) VALUES (?1, ?2, 1, ?3) "
     "ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1, "
@@ -258,15 +264,18 @@ std::optional<BucketView> LoadBucketView(Db& db, size_t queue_index, const Queue
   return v;
 }
 
-LeaseOutcome LeaseOne(Db& db, const LeaseRequest& req, Micros now) {
-  LeaseOutcome out;
+// Leases for a group of requests that name the same queues, in one pass: one scan of
+// the buckets, then release after release (earliest release time first) handed to the
+// requests in FIFO order until each has its max_jobs or nothing more is releasable.
+void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
+                const std::vector<const LeaseRequest*>& reqs, std::vector<LeaseOutcome*>& outs,
+                Micros now) {
   std::vector<QueueInfo> queues;
   std::vector<QueueView> qviews;
   std::vector<BucketView> bviews;
   std::vector<std::string> tenants;  // parallel to bviews
-  std::set<std::string> seen;
-  for (const std::string& name : req.queues) {
-    if (!seen.insert(name).second) continue;
+  std::optional<Micros> wake_at;
+  for (const std::string& name : queue_names) {
     auto q = LoadQueue(db, name);
     if (!q) continue;
     QueueView qv;
@@ -277,30 +286,36 @@ LeaseOutcome LeaseOne(Db& db, const LeaseRequest& req, Micros now) {
     queues.push_back(*q);
     qviews.push_back(qv);
     if (qv.paused) continue;
-    Stmt s = db.Prepare(kBucketsWithQueued);
-    s.BindAll(name);
-    std::vector<std::tuple<std::string, ScheduleInstant, int64_t>> rows;
-    while (s.Step()) rows.emplace_back(s.Text(0), ScheduleInstant{s.Int(1), s.Int(2)}, s.Int(3));
-    for (auto& [tenant, tat, leased] : rows) {
-      if (auto v = LoadBucketView(db, qi, queues[qi], tenant, tat, leased, now)) {
-        bviews.push_back(*v);
-        tenants.push_back(tenant);
-      }
+    Stmt s = db.Prepare(kBucketHeads);
+    s.BindAll(name, now);
+    while (s.Step()) {
+      BucketView v;
+      v.queue = qi;
+      v.policy = queues[qi].policy.ForTenant(s.Text(0));
+      v.tat = ScheduleInstant{s.Int(1), s.Int(2)};
+      v.leased = s.Int(3);
+      v.head_seq = s.Int(4);
+      v.head_cost = s.Int(5);
+      bviews.push_back(v);
+      tenants.push_back(s.Text(0));
     }
     Stmt next = db.Prepare(kNextAvailable);
     next.BindAll(name, now);
     if (next.Step() && !next.IsNull(0)) {
       Micros at = next.Int(0);
-      if (!out.wake_at || at < *out.wake_at) out.wake_at = at;
+      if (!wake_at || at < *wake_at) wake_at = at;
     }
   }
 
-  while (static_cast<int64_t>(out.jobs.size()) < req.max_jobs) {
+  size_t r = 0;  // the request being filled
+  while (r < reqs.size()) {
+    if (static_cast<int64_t>(outs[r]->jobs.size()) >= reqs[r]->max_jobs) {
+      ++r;
+      continue;
+    }
     DispatchChoice choice = ChooseRelease(qviews, bviews, now);
     if (!choice.release) {
-      if (choice.wake_at && (!out.wake_at || *choice.wake_at < *out.wake_at)) {
-        out.wake_at = choice.wake_at;
-      }
+      if (choice.wake_at && (!wake_at || *choice.wake_at < *wake_at)) wake_at = choice.wake_at;
       break;
     }
     size_t i = *choice.release;
@@ -309,11 +324,11 @@ LeaseOutcome LeaseOne(Db& db, const LeaseRequest& req, Micros now) {
     Stmt s = db.Prepare(kLeaseJob);
     s.Bind(1, RandomId("lse_", 12));
     s.Bind(2, now);
-    s.Bind(3, req.lease_ms);
-    s.Bind(4, req.worker_id);
+    s.Bind(3, reqs[r]->lease_ms);
+    s.Bind(4, reqs[r]->worker_id);
     s.Bind(5, b.head_seq);
     if (!s.Step()) throw sqlite::SqliteError(SQLITE_INTERNAL, "bucket head vanished");
-    out.jobs.push_back(RowToJob(s));
+    outs[r]->jobs.push_back(RowToJob(s));
     ScheduleInstant tat = AfterRelease(b.policy, b.tat, b.head_cost, now);
     db.Prepare(kBucketReleased).BindAll(tat.us, tat.frac, b.head_cost, q.name, tenants[i]).Exec();
     qviews[b.queue].leased += 1;
@@ -324,8 +339,31 @@ LeaseOutcome LeaseOne(Db& db, const LeaseRequest& req, Micros now) {
       tenants.erase(tenants.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
-  if (!out.jobs.empty()) out.wake_at.reset();
-  return out;
+  // Requests left without jobs learn when to look again.
+  for (LeaseOutcome* out : outs) {
+    if (out->jobs.empty()) out->wake_at = wake_at;
+  }
+}
+
+// Groups requests by the set of queues they name, keeping FIFO order within a group.
+void LeaseAll(Db& db, const std::vector<LeaseRequest>& requests, std::vector<LeaseOutcome>& outs,
+              Micros now) {
+  std::map<std::vector<std::string>,
+           std::pair<std::vector<const LeaseRequest*>, std::vector<LeaseOutcome*>>>
+      groups;
+  std::vector<const std::vector<std::string>*> order;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::set<std::string> uniq(requests[i].queues.begin(), requests[i].queues.end());
+    std::vector<std::string> key(uniq.begin(), uniq.end());
+    auto [it, inserted] = groups.try_emplace(key);
+    if (inserted) order.push_back(&it->first);
+    it->second.first.push_back(&requests[i]);
+    it->second.second.push_back(&outs[i]);
+  }
+  for (const auto* key : order) {
+    auto& [reqs, group_outs] = groups[*key];
+    LeaseGroup(db, *key, reqs, group_outs, now);
+  }
 }
 
 std::string ScopesToJson(const std::vector<Scope>& scopes) {
@@ -497,9 +535,8 @@ std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<Lease
   auto r = writer_->Run<Outcomes>([&](Db& db) -> Result<Outcomes> {
     ReapExpiredLeases(db, now);
     ExpireDue(db, now);
-    Outcomes out;
-    out.reserve(requests.size());
-    for (const LeaseRequest& req : requests) out.push_back(LeaseOne(db, req, now));
+    Outcomes out(requests.size());
+    LeaseAll(db, requests, out, now);
     return out;
   });
   std::vector<Result<LeaseOutcome>> results;
