@@ -53,6 +53,15 @@ size_t Dispatcher::waiting() const {
   return waiters_.size();
 }
 
+bool Dispatcher::HasWaiterFor(const std::string& queue) const {
+  std::lock_guard lock(mu_);
+  for (const auto& w : waiters_) {
+    const auto& qs = w->request.queues;
+    if (std::find(qs.begin(), qs.end(), queue) != qs.end()) return true;
+  }
+  return false;
+}
+
 void Dispatcher::Pump() {
   std::vector<std::shared_ptr<Waiter>> batch;
   {

@@ -39,6 +39,8 @@ class Dispatcher {
   void Shutdown();
 
   size_t waiting() const;
+  // Whether a parked long-poll asks for `queue` (DESIGN.md blocked_by `no_worker`).
+  bool HasWaiterFor(const std::string& queue) const;
 
  private:
   struct Waiter {

@@ -124,7 +124,19 @@ void GetJob(App& app, const httplib::Request& req, httplib::Response& res) {
     return RenderError(res, MakeError(ErrorCode::kNotFound,
                                       "job '" + std::string(req.matches[1]) + "' does not exist"));
   }
-  RenderJson(res, 200, JobToJson(job.value()));
+  json out = JobToJson(job.value());
+  out["blocked_by"] = nullptr;
+  if (job.value().state == JobState::kQueued) {
+    auto why = app.store.ExplainQueued(job.value(), app.clock.Now());
+    if (!why.ok()) return RenderError(res, why.error());
+    BlockedBy b = why.value().blocked_by;
+    if (b == BlockedBy::kNone && !app.dispatcher.HasWaiterFor(job.value().queue)) {
+      b = BlockedBy::kNoWorker;
+    }
+    if (b != BlockedBy::kNone) out["blocked_by"] = BlockedByName(b);
+    out["estimated_start"] = FormatRfc3339(why.value().estimated_start);
+  }
+  RenderJson(res, 200, out);
 }
 
 }  // namespace

@@ -2,6 +2,36 @@
 
 namespace sluice {
 
+std::string_view BlockedByName(BlockedBy b) {
+  switch (b) {
+    case BlockedBy::kNone:
+      return "";
+    case BlockedBy::kPaused:
+      return "paused";
+    case BlockedBy::kNotBefore:
+      return "not_before";
+    case BlockedBy::kQueueCap:
+      return "queue_cap";
+    case BlockedBy::kTenantCap:
+      return "tenant_cap";
+    case BlockedBy::kRate:
+      return "rate";
+    case BlockedBy::kNoWorker:
+      return "no_worker";
+  }
+  return "";
+}
+
+BlockedBy QueuedJobBlockedBy(const QueueView& q, const BucketView& b, Micros available_at,
+                             Micros estimated_start, bool worker_waiting, Micros now) {
+  if (q.paused) return BlockedBy::kPaused;
+  if (available_at > now) return BlockedBy::kNotBefore;
+  BlockedBy bucket = BucketBlockedBy(q, b, now);
+  if (bucket == BlockedBy::kQueueCap || bucket == BlockedBy::kTenantCap) return bucket;
+  if (estimated_start > now) return BlockedBy::kRate;
+  return worker_waiting ? BlockedBy::kNone : BlockedBy::kNoWorker;
+}
+
 BlockedBy BucketBlockedBy(const QueueView& q, const BucketView& b, Micros now) {
   if (q.paused) return BlockedBy::kPaused;
   if (q.max_inflight > 0 && q.leased >= q.max_inflight) return BlockedBy::kQueueCap;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "common/time.h"
@@ -28,10 +29,20 @@ struct BucketView {
   int64_t head_cost = 1;
 };
 
-// Why a bucket is not releasing now (DESIGN.md `blocked_by`, in its order).
-enum class BlockedBy { kNone, kPaused, kQueueCap, kTenantCap, kRate };
+// Why a queued job is not leased now (DESIGN.md `blocked_by`, in its order of
+// precedence). kNone: releasable now.
+enum class BlockedBy { kNone, kPaused, kNotBefore, kQueueCap, kTenantCap, kRate, kNoWorker };
 
+std::string_view BlockedByName(BlockedBy b);  // "rate", "tenant_cap", ...; "" for kNone
+
+// Why a bucket's head is not releasing now (never kNotBefore or kNoWorker).
 BlockedBy BucketBlockedBy(const QueueView& q, const BucketView& b, Micros now);
+
+// Why one queued job is not released now: the first of paused, not_before (its own
+// not_before or retry backoff), queue_cap, tenant_cap, rate (its estimated start is in
+// the future), no_worker (releasable now but nobody is polling).
+BlockedBy QueuedJobBlockedBy(const QueueView& q, const BucketView& b, Micros available_at,
+                             Micros estimated_start, bool worker_waiting, Micros now);
 
 struct DispatchChoice {
   std::optional<size_t> release;  // index of the bucket to release from now

@@ -81,6 +81,10 @@ constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHER
 constexpr const char* kBucketHead =
     "SELECT seq, cost FROM jobs WHERE queue = ? AND tenant = ? AND state = 'queued' "
     "AND available_at <= ? ORDER BY seq LIMIT 1";
+// Queued cost ahead of a job in its bucket among jobs available now (rule 8).
+constexpr const char* kCostAhead =
+    "SELECT COALESCE(SUM(cost), 0) FROM jobs WHERE queue = ?1 AND tenant = ?2 "
+    "AND state = 'queued' AND seq < (SELECT seq FROM jobs WHERE id = ?3) AND available_at <= ?4";
 constexpr const char* kNextAvailable =
     "SELECT MIN(available_at) FROM jobs WHERE queue = ? AND state = 'queued' AND available_at > ?";
 constexpr const char* kLeaseJob =
@@ -526,6 +530,31 @@ Result<JobRecord> SqliteStore::GetJob(const std::string& id) {
     s.BindAll(id);
     if (!s.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
     return RowToJob(s);
+  });
+}
+
+Result<QueuedJobExplanation> SqliteStore::ExplainQueued(const JobRecord& job, Micros now) {
+  return Read<QueuedJobExplanation>([&](Db& db) -> Result<QueuedJobExplanation> {
+    auto q = LoadQueue(db, job.queue);
+    if (!q) return UnknownQueue(job.queue);
+    QueueView qv;
+    qv.leased = LoadQueueStats(db, job.queue).leased;
+    qv.max_inflight = q->policy.max_inflight;
+    qv.paused = q->paused;
+    BucketState bucket = LoadBucket(db, job.queue, job.tenant);
+    BucketView bv;
+    bv.policy = q->policy.ForTenant(job.tenant);
+    bv.tat = bucket.tat;
+    bv.leased = bucket.leased;
+    Stmt s = db.Prepare(kCostAhead);
+    s.BindAll(job.queue, job.tenant, job.id, now);
+    s.Step();
+    QueuedJobExplanation out;
+    out.estimated_start =
+        std::max(job.available_at, EstimatedStart(bv.policy, bucket.tat, s.Int(0), now));
+    out.blocked_by = QueuedJobBlockedBy(qv, bv, job.available_at, out.estimated_start,
+                                        /*worker_waiting=*/true, now);
+    return out;
   });
 }
 

@@ -37,6 +37,7 @@ class SqliteStore final : public Store {
 
   Result<SubmitOutcome> Submit(const NewJob& job, Micros now) override;
   Result<JobRecord> GetJob(const std::string& id) override;
+  Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) override;
 
   std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
                                               Micros now) override;

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/time.h"
 #include "shaper/admission.h"
+#include "shaper/dispatch.h"
 #include "shaper/policy.h"
 #include "store/job_state.h"
 
@@ -63,6 +64,13 @@ struct JobRecord {
   std::optional<std::string> result;  // JSON text
   std::string errors = "[]";          // JSON array text
   std::optional<Micros> finished_at;
+};
+
+// Where a queued job stands: what holds it (not yet knowing whether a worker is
+// polling: kNone means releasable now) and when it would start if workers keep up.
+struct QueuedJobExplanation {
+  BlockedBy blocked_by = BlockedBy::kNone;
+  Micros estimated_start = 0;
 };
 
 struct NewJob {
@@ -132,6 +140,8 @@ class Store {
   // Jobs. Submit returns only after the admitted job is durable.
   virtual Result<SubmitOutcome> Submit(const NewJob& job, Micros now) = 0;
   virtual Result<JobRecord> GetJob(const std::string& id) = 0;
+  // For a job in state queued: why it waits and when it would start (live).
+  virtual Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) = 0;
 
   // Leases, in order, in one transaction: fairness across callers follows the order.
   virtual std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,

@@ -4,6 +4,7 @@
 #include <future>
 #include <thread>
 
+#include "common/time.h"
 #include "tests/testutil/server_process.h"
 
 namespace sluice::testing {
@@ -320,6 +321,50 @@ TEST_CASE("SIGTERM drains: a parked long-poll is answered and the exit is clean"
   REQUIRE(res);
   CHECK(res->status == 200);
   CHECK(json::parse(res->body)["jobs"].empty());
+}
+
+}  // namespace
+}  // namespace sluice::testing
+
+namespace sluice::testing {
+namespace {
+
+TEST_CASE("a queued job says what holds it: blocked_by and a live estimated_start") {
+  Fixture f({{"rate", 1}, {"capacity", 10}, {"max_inflight_per_tenant", 1}});
+  auto first = f.Submit(f.acme, {{"payload", 1}});
+  auto second = f.Submit(f.acme, {{"payload", 2}});
+  const std::string id1 = first.body["id"], id2 = second.body["id"];
+
+  auto j1 = f.GetJob(f.acme, id1);
+  CHECK(j1.body["blocked_by"] == "no_worker");  // releasable, nobody polling
+  auto j2 = f.GetJob(f.acme, id2);
+  CHECK(j2.body["blocked_by"] == "rate");  // one job ahead at 1 job/s
+  CHECK(ParseRfc3339(j2.body["estimated_start"].get<std::string>()) >
+        ParseRfc3339(j1.body["estimated_start"].get<std::string>()));
+
+  SECTION("paused comes first, and pause stops dispatch") {
+    REQUIRE(f.Admin("POST", "/v1/admin/queues/report-export/pause").body["paused"] == true);
+    CHECK(f.GetJob(f.acme, id1).body["blocked_by"] == "paused");
+    CHECK(f.Lease({{"queues", {"report-export"}}, {"wait_ms", 0}}).body["jobs"].empty());
+    CHECK(f.Submit(f.acme, {{"payload", 3}}).status == 202);  // intake goes on
+    REQUIRE(f.Admin("POST", "/v1/admin/queues/report-export/resume").body["paused"] == false);
+    auto got = f.Lease({{"queues", {"report-export"}}, {"wait_ms", 5000}});
+    REQUIRE(got.body["jobs"].size() == 1);
+    CHECK(got.body["jobs"][0]["id"] == id1);
+  }
+  SECTION("tenant_cap while the bucket's lease is held") {
+    auto got = f.Lease({{"queues", {"report-export"}}, {"wait_ms", 5000}});
+    REQUIRE(got.body["jobs"].size() == 1);
+    CHECK(f.GetJob(f.acme, id2).body["blocked_by"] == "tenant_cap");
+    CHECK(f.GetJob(f.acme, id1).body["blocked_by"].is_null());  // leased: holds nothing
+  }
+  SECTION("not_before holds only its own job") {
+    auto later = f.Submit(f.globex, {{"payload", "later"}, {"not_before", "2099-01-01T00:00:00Z"}});
+    REQUIRE(later.status == 202);
+    CHECK(f.GetJob(f.globex, later.body["id"]).body["blocked_by"] == "not_before");
+    auto now_job = f.Submit(f.globex, {{"payload", "now"}});
+    CHECK(f.GetJob(f.globex, now_job.body["id"]).body["blocked_by"] == "no_worker");
+  }
 }
 
 }  // namespace
