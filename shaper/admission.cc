@@ -39,7 +39,8 @@ AdmissionDecision Admit(const BucketPolicy& p, const BucketState& b, const Admis
   Micros start = EstimatedStart(p, b.tat, b.queued_cost, now);
   if (r.not_before) start = std::max(start, *r.not_before);
   d.estimated_start = start;
-  if (r.deadline && start > *r.deadline) {
+  // A job must start before its deadline (rule 6): starting at it is too late.
+  if (r.deadline && start >= *r.deadline) {
     d.outcome = AdmissionOutcome::kDeadlineUnreachable;
     d.remaining = p.capacity - b.queued_cost;
     d.reset_s = reset_for(b.queued_cost);
@@ -52,7 +53,8 @@ AdmissionDecision Admit(const BucketPolicy& p, const BucketState& b, const Admis
 }
 
 int64_t DrainWindowSeconds(const BucketPolicy& p) {
-  return CeilSeconds(CostDuration(p.capacity, p.rate_milli).us + 1);
+  ScheduleInstant d = CostDuration(p.capacity, p.rate_milli);
+  return CeilSeconds(d.us + (d.frac > 0 ? 1 : 0));
 }
 
 }  // namespace sluice

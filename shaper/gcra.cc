@@ -40,7 +40,9 @@ Micros ReleaseAt(const BucketPolicy& p, ScheduleInstant tat) {
 
 ScheduleInstant AfterRelease(const BucketPolicy& p, ScheduleInstant tat, int64_t cost, Micros now) {
   tat = Normalize(tat, p.rate_milli);
-  if (tat.us < now) tat = ScheduleInstant{now, 0};  // idle time earns no credit beyond burst
+  // Idle time earns no credit beyond burst. Releases happen on whole microseconds at
+  // ceil(TAT), so a release at exactly ceil(TAT) is on schedule and keeps the fraction.
+  if (tat.us + (tat.frac > 0 ? 1 : 0) < now) tat = ScheduleInstant{now, 0};
   return AdvanceBy(tat, cost, p.rate_milli);
 }
 

@@ -184,7 +184,7 @@ TEST_CASE("Property: a client that waits exactly Retry-After is admitted",
 // 1 s, and DESIGN.md promises that coming back after 1 s is not answered 429 again.
 // Fails today because AfterRelease drops the 1/3 µs fraction at every release (see
 // gcra_test.cc "no per-release rounding drift"): the fourth leaves at now + 1000002 µs.
-TEST_CASE("Retry-After is honest when the drain ends on a whole second", "[admission][!mayfail]") {
+TEST_CASE("Retry-After is honest when the drain ends on a whole second", "[admission]") {
   BucketPolicy p = Policy(3000, 4);
   Backlog b;
   b.tat = ScheduleInstant{kNow, 0};
@@ -221,7 +221,7 @@ TEST_CASE("Rule 2: a deadline before the estimated start is deadline_unreachable
 // job once deadline_at <= now. A job whose estimated start equals its deadline can
 // only expire, so rule 2 should not admit it. Admit compares `start > deadline`.
 TEST_CASE("Rule 2: a job estimated to start exactly at its deadline is not admitted",
-          "[admission][!mayfail]") {
+          "[admission]") {
   BucketPolicy p = Policy(1000, 100);
   AdmissionDecision d = Admit(p, Bucket({kNow, 0}, 5), Request(1, kNow + 5 * kSecond), kNow);
   CHECK(d.estimated_start == kNow + 5 * kSecond);
@@ -356,7 +356,7 @@ TEST_CASE("DrainWindowSeconds = ceil(capacity / rate) when it is not whole", "[a
 // RateLimit-Policy w must mean exactly what the bucket does: 100 units at 1/s drain in
 // 100 s, not 101. DrainWindowSeconds adds 1 µs before rounding up, which is one second
 // too many whenever capacity/rate is a whole number of seconds (e.g. the defaults).
-TEST_CASE("DrainWindowSeconds = ceil(capacity / rate) when it is whole", "[admission][!mayfail]") {
+TEST_CASE("DrainWindowSeconds = ceil(capacity / rate) when it is whole", "[admission]") {
   CHECK(DrainWindowSeconds(Policy(1000, 100)) == 100);
   CHECK(DrainWindowSeconds(Policy(2000, 100)) == 50);
   CHECK(DrainWindowSeconds(Policy(500, 10)) == 20);

@@ -508,7 +508,7 @@ TEST_CASE("The queue's default_deadline_ms applies when a job gives none", "[sto
 // once deadline_at <= now. A job whose estimated start equals its deadline is admitted
 // today (Admit checks start > deadline) and can then only expire: dishonest by rule 2.
 TEST_CASE("A job admitted with deadline == estimated start can actually be leased",
-          "[store][!mayfail]") {
+          "[store]") {
   StoreFixture f;
   f.PutQueue("export", MakePolicy(1000));
   NewJob nj;
