@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/time.h"
 #include "tests/testutil/server_process.h"
 
 using nlohmann::json;
@@ -38,6 +39,11 @@ int MaxInWindow(const std::vector<double>& ts, double w_ms) {
     best = std::max(best, static_cast<int>(j - i));
   }
   return best;
+}
+
+std::vector<double> Sorted(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 json Stats(std::vector<double> ts, double ideal_gap_ms) {
@@ -106,6 +112,10 @@ double Fill(ServerProcess& server, const std::string& queue, const std::vector<s
   return total / s;
 }
 
+// Server-side release times (leased_at, ms resolution on the wire) per tenant, of the
+// last Drain.
+std::map<std::string, std::vector<double>> release_times;
+
 // Workers long-poll until `expected` jobs were received; returns receipt times per tenant.
 // Completions run on their own threads, so a lease loop is never held up by acks (a
 // worker with free slots).
@@ -119,6 +129,7 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
   std::map<std::string, std::vector<double>> times;
   std::atomic<size_t> received{0};
   std::atomic<size_t> completed{0};
+  release_times.clear();
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
@@ -139,6 +150,8 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
           std::lock_guard lock(mu);
           for (const json& j : jobs) {
             times[j["tenant"]].push_back(at);
+            auto leased = sluice::ParseRfc3339(j["leased_at"].get<std::string>());
+            release_times[j["tenant"]].push_back(static_cast<double>(*leased) / 1000.0);
             to_complete.emplace_back(j["id"], j["lease_id"]);
           }
         }
@@ -164,7 +177,8 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
         auto done = c->Post(("/v1/jobs/" + job.first + "/complete").c_str(), body.dump(),
                             "application/json");
         if (!done || done->status != 200) {
-          std::fprintf(stderr, "complete failed\n");
+          std::fprintf(stderr, "complete failed: %d %s\n", done ? done->status : -1,
+                       done ? done->body.c_str() : httplib::to_string(done.error()).c_str());
           std::exit(1);
         }
         if (++completed >= expected) cv.notify_all();
@@ -175,8 +189,11 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
   return times;
 }
 
+std::vector<std::string> g_server_args;  // extra sluiced flags (--server-arg)
+
 json WorkloadA(int jobs, double rate, int workers) {
   ServerOptions o;
+  o.extra_args = g_server_args;
   ServerProcess server(o);
   Setup s{server};
   s.Queue("precision-a", {{"rate", rate}, {"capacity", jobs}, {"burst", 1}});
@@ -190,7 +207,10 @@ json WorkloadA(int jobs, double rate, int workers) {
               {"rate_per_s", rate},
               {"jobs", jobs},
               {"worker_concurrency", workers},
-              {"dispatch", Stats(ts, 1000.0 / rate)}};
+              {"dispatch", Stats(ts, 1000.0 / rate)},
+              {"release_time_windows",
+               {{"max_in_any_1000ms_sliding", MaxInWindow(Sorted(release_times["t0"]), 1000)},
+                {"max_in_any_100ms_sliding", MaxInWindow(Sorted(release_times["t0"]), 100)}}}};
   out["bound_1000ms"] = rate * 1 + 1;
   out["bound_100ms"] = std::floor(rate * 0.1) + 1;
   return out;
@@ -199,6 +219,7 @@ json WorkloadA(int jobs, double rate, int workers) {
 json WorkloadB(int tenants, double rate, int seconds, int workers, int max_jobs) {
   ServerOptions o;
   o.extra_args = {"--http-threads", "128"};
+  o.extra_args.insert(o.extra_args.end(), g_server_args.begin(), g_server_args.end());
   ServerProcess server(o);
   Setup s{server};
   const int per_tenant = static_cast<int>(rate * seconds);
@@ -214,7 +235,11 @@ json WorkloadB(int tenants, double rate, int seconds, int workers, int max_jobs)
                      workers, max_jobs, t0);
   double total_s = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   std::vector<double> p99s, p50s, rates;
-  int worst100 = 0, worst1000 = 0;
+  int worst100 = 0, worst1000 = 0, release_worst100 = 0, release_worst1000 = 0;
+  for (auto& [tenant, ts] : release_times) {
+    release_worst100 = std::max(release_worst100, MaxInWindow(Sorted(ts), 100));
+    release_worst1000 = std::max(release_worst1000, MaxInWindow(Sorted(ts), 1000));
+  }
   double worst_max_gap = 0, min_gap = 1e9;
   for (auto& [tenant, ts] : times) {
     json st = Stats(ts, 1000.0 / rate);
@@ -243,6 +268,8 @@ json WorkloadB(int tenants, double rate, int seconds, int workers, int max_jobs)
           {"bound_100ms", std::floor(rate * 0.1) + 1},
           {"worst_max_in_any_1000ms_sliding", worst1000},
           {"worst_max_in_any_100ms_sliding", worst100},
+          {"release_time_worst_max_in_any_1000ms_sliding", release_worst1000},
+          {"release_time_worst_max_in_any_100ms_sliding", release_worst100},
           {"gap_ms_min_over_tenants", min_gap},
           {"gap_ms_p50_median_over_tenants", Pct(p50s, 0.5)},
           {"gap_ms_p99_median_over_tenants", Pct(p99s, 0.5)},
@@ -266,6 +293,8 @@ int main(int argc, char** argv) {
   cli.add_option("--b-seconds", b_seconds);
   cli.add_option("--b-workers", b_workers);
   cli.add_option("--b-max-jobs", b_max_jobs);
+  cli.add_option("--server-arg", g_server_args, "extra flag for sluiced (repeat)")
+      ->allow_extra_args(false);
   CLI11_PARSE(cli, argc, argv);
   json out = json::array();
   if (which.find('a') != std::string::npos) out.push_back(WorkloadA(a_jobs, a_rate, a_workers));

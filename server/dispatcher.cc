@@ -4,8 +4,9 @@
 
 namespace sluice {
 
-Dispatcher::Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock)
-    : io_(io), store_(store), clock_(clock), timer_(io) {}
+Dispatcher::Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock,
+                       Micros lookahead)
+    : io_(io), store_(store), clock_(clock), lookahead_(lookahead), timer_(io) {}
 
 Result<std::vector<JobRecord>> Dispatcher::Lease(LeaseRequest request,
                                                  std::chrono::milliseconds wait) {
@@ -31,6 +32,10 @@ void Dispatcher::Notify() {
   boost::asio::post(io_, [this] { Pump(); });
 }
 
+void Dispatcher::NotifyLeaseEnded() {
+  if (cap_blocked_.load()) Notify();
+}
+
 void Dispatcher::Shutdown() {
   {
     std::lock_guard lock(mu_);
@@ -44,6 +49,7 @@ void Dispatcher::Shutdown() {
       waiters.swap(waiters_);
     }
     timer_.cancel();
+    for (auto& h : handouts_) h->cancel();  // committed leases go out now
     for (auto& w : waiters) w->done.set_value(std::vector<JobRecord>{});
   });
 }
@@ -75,9 +81,14 @@ void Dispatcher::Pump() {
   std::vector<LeaseRequest> requests;
   requests.reserve(batch.size());
   for (auto& w : batch) requests.push_back(w->request);
-  std::vector<Result<LeaseOutcome>> results = store_.LeaseMany(requests, now);
+  // Releases due within the lookahead are committed now and handed out at their time,
+  // so the commit's fsync is not on the path between release time and hand-out.
+  std::vector<Result<LeaseOutcome>> results = store_.LeaseMany(requests, now, now + lookahead_);
 
   std::optional<Micros> wake_at;
+  bool cap_blocked = false;
+  for (const auto& r : results) cap_blocked = cap_blocked || (r.ok() && r.value().cap_blocked);
+  cap_blocked_.store(cap_blocked);
   std::vector<std::shared_ptr<Waiter>> finished;
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& w = batch[i];
@@ -87,7 +98,7 @@ void Dispatcher::Pump() {
       continue;
     }
     Micros next = w->deadline;
-    if (r.value().wake_at) next = std::min(next, *r.value().wake_at);
+    if (r.value().wake_at) next = std::min(next, *r.value().wake_at - lookahead_);
     if (!wake_at || next < *wake_at) wake_at = next;
   }
   {
@@ -98,14 +109,35 @@ void Dispatcher::Pump() {
     if (batch[i] != finished[f]) continue;
     ++f;
     Result<LeaseOutcome>& r = results[i];
-    if (r.ok()) {
-      batch[i]->done.set_value(std::move(r.value().jobs));
-    } else {
+    if (!r.ok()) {
       batch[i]->done.set_value(r.error());
+      continue;
     }
+    Micros handout_at = 0;
+    for (const JobRecord& j : r.value().jobs)
+      handout_at = std::max(handout_at, j.leased_at.value_or(0));
+    HandOut(batch[i], std::move(r.value().jobs), handout_at);
   }
   // A waiter may have been added (or Shutdown called) meanwhile: it posted its own pump.
   if (wake_at) ArmTimer(*wake_at, now);
+}
+
+void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord> jobs, Micros at) {
+  const Micros now = clock_.Now();
+  if (at <= now) {
+    w->done.set_value(std::move(jobs));
+    return;
+  }
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::microseconds(at - now));
+  handouts_.push_back(timer);
+  auto it = std::prev(handouts_.end());
+  timer->async_wait(
+      [this, w, it, jobs = std::move(jobs)](const boost::system::error_code&) mutable {
+        // On time, or early at shutdown (cancelled): the leases are committed either way.
+        handouts_.erase(it);
+        w->done.set_value(std::move(jobs));
+      });
 }
 
 void Dispatcher::ArmTimer(Micros wake_at, Micros now) {

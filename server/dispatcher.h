@@ -11,6 +11,7 @@
 // Thread-safe: Lease() and Notify() may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <list>
@@ -26,13 +27,17 @@ namespace sluice {
 
 class Dispatcher {
  public:
-  Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock);
+  // `lookahead`: releases due this soon are committed ahead and handed out on time.
+  Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock,
+             Micros lookahead = 10000);
 
   // Blocks the calling thread until jobs were leased or `wait` has passed.
   Result<std::vector<JobRecord>> Lease(LeaseRequest request, std::chrono::milliseconds wait);
 
   // Something may have become releasable: re-run the waiters.
   void Notify();
+  // A lease ended (complete): re-run the waiters only if a cap was holding work back.
+  void NotifyLeaseEnded();
 
   // Answers every waiter with no jobs (on the Asio thread, which must still run);
   // later calls to Lease return at once.
@@ -51,15 +56,21 @@ class Dispatcher {
 
   void Pump();  // on the Asio thread
   void ArmTimer(Micros wake_at, Micros now);
+  // Completes `w` with `jobs` at `at` (their release time), or now if that has passed.
+  void HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord> jobs, Micros at);
 
   boost::asio::io_context& io_;
   Store& store_;
   const Clock& clock_;
+  const Micros lookahead_;
   boost::asio::steady_timer timer_;  // used on the Asio thread only
+  // Leases committed ahead of their release time, waiting to go out (Asio thread only).
+  std::list<std::shared_ptr<boost::asio::steady_timer>> handouts_;
 
   mutable std::mutex mu_;
   std::list<std::shared_ptr<Waiter>> waiters_;  // guarded by mu_, FIFO
   bool pump_posted_ = false;                    // guarded by mu_
+  std::atomic<bool> cap_blocked_{false};        // the last pump saw work held back by a cap
   bool shut_down_ = false;                      // guarded by mu_
 };
 

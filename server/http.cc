@@ -125,6 +125,7 @@ json LeasedJobToJson(const JobRecord& job) {
           {"attempt", job.attempt},
           {"lease_id", job.lease_id.value_or("")},
           {"lease_expires_at", TimeOrNull(job.lease_expires_at)},
+          {"leased_at", TimeOrNull(job.leased_at)},
           {"deadline", TimeOrNull(job.deadline)}};
 }
 

@@ -25,6 +25,7 @@ struct Flags {
   int http_threads = 64;
   int64_t max_body_bytes = 1 << 20;
   int64_t max_wait_ms = 30000;
+  int64_t lookahead_us = 10000;
 };
 
 std::string AdminTokenFromEnv() {
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(4, 4096));
   cli.add_option("--max-body-bytes", flags.max_body_bytes, "largest request body accepted");
   cli.add_option("--max-wait-ms", flags.max_wait_ms, "longest long-poll a worker may ask for");
+  cli.add_option("--release-lookahead-us", flags.lookahead_us,
+                 "commit releases due this soon ahead of time, hand them out on time")
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(cli, argc, argv);
 
   size_t colon = flags.listen.rfind(':');
@@ -98,7 +102,7 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
-  sluice::Dispatcher dispatcher(io, *store, clock);
+  sluice::Dispatcher dispatcher(io, *store, clock, flags.lookahead_us);
   sluice::App app{*store, auth, dispatcher, clock, flags.max_wait_ms};
 
   httplib::Server server;

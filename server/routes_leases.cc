@@ -84,7 +84,7 @@ void Complete(App& app, const httplib::Request& req, httplib::Response& res) {
   if (auto it = body.value().find("result"); it != body.value().end()) result = it->dump();
   auto job = app.store.Complete(req.matches[1], lease_id.value(), result, app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
-  app.dispatcher.Notify();
+  app.dispatcher.NotifyLeaseEnded();
   RenderJson(res, 200, JobToJson(job.value()));
 }
 

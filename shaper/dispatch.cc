@@ -1,5 +1,7 @@
 #include "shaper/dispatch.h"
 
+#include <algorithm>
+
 namespace sluice {
 
 std::string_view BlockedByName(BlockedBy b) {
@@ -42,21 +44,28 @@ BlockedBy BucketBlockedBy(const QueueView& q, const BucketView& b, Micros now) {
   return BlockedBy::kNone;
 }
 
+Micros ReleaseTime(const BucketView& b, Micros now) {
+  return std::max(now, ReleaseAt(b.policy, b.tat));
+}
+
 DispatchChoice ChooseRelease(const std::vector<QueueView>& queues,
-                             const std::vector<BucketView>& buckets, Micros now) {
+                             const std::vector<BucketView>& buckets, Micros now,
+                             std::optional<Micros> horizon) {
+  const Micros by = std::max(now, horizon.value_or(now));
   DispatchChoice c;
   Micros best_at = 0;
   int64_t best_seq = 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
     const BucketView& b = buckets[i];
-    BlockedBy why = BucketBlockedBy(queues[b.queue], b, now);
+    BlockedBy why = BucketBlockedBy(queues[b.queue], b, by);
+    if (why != BlockedBy::kNone && why != BlockedBy::kRate) continue;  // caps, pause: events
+    if (b.head_deadline && ReleaseTime(b, now) >= *b.head_deadline) continue;  // can only expire
+    // Order by the schedule itself, not by max(now, ·): the bucket due longest ago first.
+    Micros at = ReleaseAt(b.policy, b.tat);
     if (why == BlockedBy::kRate) {
-      Micros at = ReleaseAt(b.policy, b.tat);
       if (!c.wake_at || at < *c.wake_at) c.wake_at = at;
       continue;
     }
-    if (why != BlockedBy::kNone) continue;  // caps and pause wake on events, not time
-    Micros at = ReleaseAt(b.policy, b.tat);
     if (!c.release || at < best_at || (at == best_at && b.head_seq < best_seq)) {
       c.release = i;
       best_at = at;

@@ -27,6 +27,7 @@ struct BucketView {
   int64_t leased = 0;
   int64_t head_seq = 0;  // admission order of the bucket's first available job
   int64_t head_cost = 1;
+  std::optional<Micros> head_deadline;  // the head must start before this
 };
 
 // Why a queued job is not leased now (DESIGN.md `blocked_by`, in its order of
@@ -49,7 +50,14 @@ struct DispatchChoice {
   std::optional<Micros> wake_at;  // otherwise: earliest future release time, if any
 };
 
+// Chooses among heads releasable by `horizon` (default: now; a later horizon lets the
+// caller commit a release ahead of time and hand it out at its release time). A head
+// whose release time, max(now, ReleaseAt), is not before its deadline is never chosen.
 DispatchChoice ChooseRelease(const std::vector<QueueView>& queues,
-                             const std::vector<BucketView>& buckets, Micros now);
+                             const std::vector<BucketView>& buckets, Micros now,
+                             std::optional<Micros> horizon = std::nullopt);
+
+// When the chosen head is released: never before `now`, never before its schedule.
+Micros ReleaseTime(const BucketView& b, Micros now);
 
 }  // namespace sluice

@@ -24,7 +24,7 @@ using sqlite::Stmt;
 #define SLUICE_JOB_COLUMNS                                                                     \
   "id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version, " \
   "created_at, not_before, available_at, deadline_at, estimated_start, lease_id, "             \
-  "lease_expires_at, result, errors, finished_at"
+  "lease_expires_at, result, errors, finished_at, leased_at"
 
 constexpr const char* kSelectQueue =
     "SELECT name, policy, version, paused FROM queues WHERE name = ?";
@@ -52,7 +52,7 @@ constexpr const char* kListBuckets =
     "FROM buckets b WHERE b.queue = ? ORDER BY b.tenant";
 // Every bucket of a queue with an available head job: the bucket and its head.
 constexpr const char* kBucketHeads =
-    "SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost FROM buckets b "
+    "SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost, j.deadline_at FROM buckets b "
     "JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h WHERE h.queue = b.queue "
     " AND h.tenant = b.tenant AND h.state = 'queued' AND h.available_at <= ?2 "
     " ORDER BY h.seq LIMIT 1) "
@@ -79,7 +79,7 @@ constexpr const char* kInsertJob =
     "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
 constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHERE id = ?";
 constexpr const char* kBucketHead =
-    "SELECT seq, cost FROM jobs WHERE queue = ? AND tenant = ? AND state = 'queued' "
+    "SELECT seq, cost, deadline_at FROM jobs WHERE queue = ? AND tenant = ? AND state = 'queued' "
     "AND available_at <= ? ORDER BY seq LIMIT 1";
 // Queued cost ahead of a job in its bucket among jobs available now (rule 8).
 constexpr const char* kCostAhead =
@@ -144,6 +144,7 @@ JobRecord RowToJob(const Stmt& s) {
   j.result = s.OptText(17);
   j.errors = s.Text(18);
   j.finished_at = s.OptInt(19);
+  j.leased_at = s.OptInt(20);
   return j;
 }
 
@@ -265,15 +266,20 @@ std::optional<BucketView> LoadBucketView(Db& db, size_t queue_index, const Queue
   v.leased = leased;
   v.head_seq = s.Int(0);
   v.head_cost = s.Int(1);
+  v.head_deadline = s.OptInt(2);
   return v;
 }
+
+// Jobs released this close together may share one lease answer (handed out at the
+// latest of their release times).
+constexpr Micros kCoalesceMicros = 1000;
 
 // Leases for a group of requests that name the same queues, in one pass: one scan of
 // the buckets, then release after release (earliest release time first) handed to the
 // requests in FIFO order until each has its max_jobs or nothing more is releasable.
 void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
                 const std::vector<const LeaseRequest*>& reqs, std::vector<LeaseOutcome*>& outs,
-                Micros now) {
+                Micros now, Micros horizon) {
   std::vector<QueueInfo> queues;
   std::vector<QueueView> qviews;
   std::vector<BucketView> bviews;
@@ -300,6 +306,7 @@ void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
       v.leased = s.Int(3);
       v.head_seq = s.Int(4);
       v.head_cost = s.Int(5);
+      v.head_deadline = s.OptInt(6);
       bviews.push_back(v);
       tenants.push_back(s.Text(0));
     }
@@ -317,7 +324,7 @@ void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
       ++r;
       continue;
     }
-    DispatchChoice choice = ChooseRelease(qviews, bviews, now);
+    DispatchChoice choice = ChooseRelease(qviews, bviews, now, horizon);
     if (!choice.release) {
       if (choice.wake_at && (!wake_at || *choice.wake_at < *wake_at)) wake_at = choice.wake_at;
       break;
@@ -325,15 +332,24 @@ void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
     size_t i = *choice.release;
     BucketView& b = bviews[i];
     const QueueInfo& q = queues[b.queue];
+    const Micros released_at = ReleaseTime(b, now);
+    // One answer holds jobs released within kCoalesceMicros of its first, so no job is
+    // handed out much later than its time for the sake of another: the next waiter
+    // takes it.
+    if (!outs[r]->jobs.empty() &&
+        released_at > *outs[r]->jobs.front().leased_at + kCoalesceMicros) {
+      ++r;
+      continue;
+    }
     Stmt s = db.Prepare(kLeaseJob);
     s.Bind(1, RandomId("lse_", 12));
-    s.Bind(2, now);
+    s.Bind(2, released_at);
     s.Bind(3, reqs[r]->lease_ms);
     s.Bind(4, reqs[r]->worker_id);
     s.Bind(5, b.head_seq);
     if (!s.Step()) throw sqlite::SqliteError(SQLITE_INTERNAL, "bucket head vanished");
     outs[r]->jobs.push_back(RowToJob(s));
-    ScheduleInstant tat = AfterRelease(b.policy, b.tat, b.head_cost, now);
+    ScheduleInstant tat = AfterRelease(b.policy, b.tat, b.head_cost, released_at);
     db.Prepare(kBucketReleased).BindAll(tat.us, tat.frac, b.head_cost, q.name, tenants[i]).Exec();
     qviews[b.queue].leased += 1;
     if (auto next = LoadBucketView(db, b.queue, q, tenants[i], tat, b.leased + 1, now)) {
@@ -343,15 +359,21 @@ void LeaseGroup(Db& db, const std::vector<std::string>& queue_names,
       tenants.erase(tenants.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
+  bool cap_blocked = false;
+  for (const BucketView& b : bviews) {
+    BlockedBy why = BucketBlockedBy(qviews[b.queue], b, now);
+    cap_blocked = cap_blocked || why == BlockedBy::kQueueCap || why == BlockedBy::kTenantCap;
+  }
   // Requests left without jobs learn when to look again.
   for (LeaseOutcome* out : outs) {
     if (out->jobs.empty()) out->wake_at = wake_at;
+    out->cap_blocked = cap_blocked;
   }
 }
 
 // Groups requests by the set of queues they name, keeping FIFO order within a group.
 void LeaseAll(Db& db, const std::vector<LeaseRequest>& requests, std::vector<LeaseOutcome>& outs,
-              Micros now) {
+              Micros now, Micros horizon) {
   std::map<std::vector<std::string>,
            std::pair<std::vector<const LeaseRequest*>, std::vector<LeaseOutcome*>>>
       groups;
@@ -366,7 +388,7 @@ void LeaseAll(Db& db, const std::vector<LeaseRequest>& requests, std::vector<Lea
   }
   for (const auto* key : order) {
     auto& [reqs, group_outs] = groups[*key];
-    LeaseGroup(db, *key, reqs, group_outs, now);
+    LeaseGroup(db, *key, reqs, group_outs, now, horizon);
   }
 }
 
@@ -397,6 +419,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions option
   try {
     auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms);
     db->Exec(kSchemaSql);
+    store->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
     store->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch);
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
@@ -559,13 +582,13 @@ Result<QueuedJobExplanation> SqliteStore::ExplainQueued(const JobRecord& job, Mi
 }
 
 std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<LeaseRequest>& requests,
-                                                         Micros now) {
+                                                         Micros now, Micros horizon) {
   using Outcomes = std::vector<LeaseOutcome>;
   auto r = writer_->Run<Outcomes>([&](Db& db) -> Result<Outcomes> {
     ReapExpiredLeases(db, now);
     ExpireDue(db, now);
     Outcomes out(requests.size());
-    LeaseAll(db, requests, out, now);
+    LeaseAll(db, requests, out, now, std::max(now, horizon));
     return out;
   });
   std::vector<Result<LeaseOutcome>> results;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "store/checkpointer.h"
 #include "store/sqlite.h"
 #include "store/store.h"
 #include "store/writer.h"
@@ -39,8 +40,9 @@ class SqliteStore final : public Store {
   Result<JobRecord> GetJob(const std::string& id) override;
   Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) override;
 
-  std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
-                                              Micros now) override;
+  using Store::LeaseMany;
+  std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests, Micros now,
+                                              Micros horizon) override;
   Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
                              const std::optional<std::string>& result, Micros now) override;
   Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
@@ -59,6 +61,7 @@ class SqliteStore final : public Store {
   Result<T> Read(const std::function<Result<T>(sqlite::Db&)>& fn);
 
   SqliteStoreOptions options_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
   std::unique_ptr<Writer> writer_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_

@@ -64,6 +64,7 @@ struct JobRecord {
   std::optional<std::string> result;  // JSON text
   std::string errors = "[]";          // JSON array text
   std::optional<Micros> finished_at;
+  std::optional<Micros> leased_at;  // when the current (or last) lease was released
 };
 
 // Where a queued job stands: what holds it (not yet knowing whether a worker is
@@ -105,6 +106,9 @@ struct LeaseOutcome {
   // by the clock alone (rate, not_before, backoff). Empty: only an event can help
   // (a submit, a lease ending, a policy change).
   std::optional<Micros> wake_at;
+  // Some bucket had work it could release but for a concurrency cap: a lease ending
+  // may let it out.
+  bool cap_blocked = false;
 };
 
 struct FailRequest {
@@ -144,8 +148,14 @@ class Store {
   virtual Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) = 0;
 
   // Leases, in order, in one transaction: fairness across callers follows the order.
+  // Jobs whose release time falls in [now, horizon] are released at that time (their
+  // leased_at), so a caller can commit a release just ahead and hand it out on time.
   virtual std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
-                                                      Micros now) = 0;
+                                                      Micros now, Micros horizon) = 0;
+  std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests,
+                                              Micros now) {
+    return LeaseMany(requests, now, now);
+  }
   // Guarded by lease_id: a stale or unknown lease is lease_lost (409).
   virtual Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
                                      const std::optional<std::string>& result, Micros now) = 0;

@@ -245,3 +245,35 @@ TEST_CASE("A 100000-job backlog does not delay a newly backlogged bucket", "[dis
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST_CASE("A head that can only start at or after its deadline is never chosen", "[dispatch]") {
+  std::vector<QueueView> queues(1);
+  std::vector<BucketView> buckets = {Bucket({kNow + 500, 0}, 1)};
+  buckets[0].head_deadline = kNow + 500;  // release time == deadline: too late
+  DispatchChoice c = ChooseRelease(queues, buckets, kNow, kNow + 1000);
+  CHECK_FALSE(c.release);
+  CHECK_FALSE(c.wake_at);  // nothing to wake for: it will expire
+  buckets[0].head_deadline = kNow + 501;
+  c = ChooseRelease(queues, buckets, kNow, kNow + 1000);
+  REQUIRE(c.release);
+  CHECK(ReleaseTime(buckets[0], kNow) == kNow + 500);
+}
+
+TEST_CASE("A horizon makes heads due by then releasable, in schedule order", "[dispatch]") {
+  std::vector<QueueView> queues(1);
+  std::vector<BucketView> buckets = {Bucket({kNow + 800, 0}, 1), Bucket({kNow + 300, 0}, 2),
+                                     Bucket({kNow + 5000, 0}, 3)};
+  DispatchChoice c = ChooseRelease(queues, buckets, kNow, kNow + 1000);
+  REQUIRE(c.release);
+  CHECK(*c.release == 1);
+  c = ChooseRelease(queues, buckets, kNow);  // no horizon: nothing is due yet
+  CHECK_FALSE(c.release);
+  REQUIRE(c.wake_at);
+  CHECK(*c.wake_at == kNow + 300);
+}
+
+}  // namespace
+}  // namespace sluice

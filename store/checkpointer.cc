@@ -1,0 +1,51 @@
+#include "store/checkpointer.h"
+
+namespace sluice {
+
+Checkpointer::Checkpointer(const std::string& path, sqlite::Db& writer_db, int wal_pages)
+    : path_(path), wal_pages_(wal_pages) {
+  writer_db.Exec("PRAGMA wal_autocheckpoint=0");
+  sqlite3_wal_hook(writer_db.raw(), &Checkpointer::WalHook, this);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Checkpointer::~Checkpointer() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+int Checkpointer::WalHook(void* self, sqlite3*, const char*, int pages) {
+  auto* c = static_cast<Checkpointer*>(self);
+  if (pages >= c->wal_pages_) {
+    {
+      std::lock_guard lock(c->mu_);
+      c->wanted_ = true;
+    }
+    c->cv_.notify_one();
+  }
+  return SQLITE_OK;
+}
+
+void Checkpointer::Loop() {
+  std::unique_ptr<sqlite::Db> db;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return wanted_ || stopping_; });
+      if (stopping_) return;
+      wanted_ = false;
+    }
+    try {
+      if (!db) db = std::make_unique<sqlite::Db>(path_, "FULL", 1000);
+      db->Exec("PRAGMA wal_checkpoint(PASSIVE)");
+    } catch (const sqlite::SqliteError&) {
+      db.reset();  // storage trouble: try again on the next request
+    }
+  }
+}
+
+}  // namespace sluice
