@@ -53,7 +53,8 @@ constexpr const char* kListBuckets =
 // Every bucket of a queue with an available head job: the bucket and its head.
 constexpr const char* kBucketHeads =
     "SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost, j.deadline_at FROM buckets b "
-    "JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h WHERE h.queue = b.queue "
+    "JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head "
+    " WHERE h.queue = b.queue "
     " AND h.tenant = b.tenant AND h.state = 'queued' AND h.available_at <= ?2 "
     " ORDER BY h.seq LIMIT 1) "
     "WHERE b.queue = ?1 AND b.queued_count > 0";
@@ -79,11 +80,13 @@ constexpr const char* kInsertJob =
     "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
 constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHERE id = ?";
 constexpr const char* kBucketHead =
-    "SELECT seq, cost, deadline_at FROM jobs WHERE queue = ? AND tenant = ? AND state = 'queued' "
+    "SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head "
+    "WHERE queue = ? AND tenant = ? AND state = 'queued' "
     "AND available_at <= ? ORDER BY seq LIMIT 1";
 // Queued cost ahead of a job in its bucket among jobs available now (rule 8).
 constexpr const char* kCostAhead =
-    "SELECT COALESCE(SUM(cost), 0) FROM jobs WHERE queue = ?1 AND tenant = ?2 "
+    "SELECT COALESCE(SUM(cost), 0) FROM jobs INDEXED BY jobs_queued_head "
+    "WHERE queue = ?1 AND tenant = ?2 "
     "AND state = 'queued' AND seq < (SELECT seq FROM jobs WHERE id = ?3) AND available_at <= ?4";
 constexpr const char* kNextAvailable =
     "SELECT MIN(available_at) FROM jobs WHERE queue = ? AND state = 'queued' AND available_at > ?";
