@@ -22,10 +22,12 @@ jq -r -n --slurpfile b "$OUT/bullmq-limiter.json" --slurpfile s "$OUT/sluice-pre
   "| achieved rate (jobs/s) | \($bd.avg_rate_per_s) | \($sd.avg_rate_per_s) |",
   "| max in any sliding 1 s | \($bd.max_in_any_1000ms_sliding) | \($sd.max_in_any_1000ms_sliding) |",
   "| max in any sliding 100 ms | \($bd.max_in_any_100ms_sliding) | \($sd.max_in_any_100ms_sliding) |",
+  "| same, on server release times (leased_at, ms) | – | \($a.release_time_windows.max_in_any_1000ms_sliding) / \($a.release_time_windows.max_in_any_100ms_sliding) |",
   "| gap min / p50 / p99 / max (ms) | \($bd.gap_ms.min) / \($bd.gap_ms.p50) / \($bd.gap_ms.p99) / \($bd.gap_ms.max) | \($sd.gap_ms.min) / \($sd.gap_ms.p50) / \($sd.gap_ms.p99) / \($sd.gap_ms.max) |"'
 jq -r '.[] | select(.workload | startswith("b")) |
   "", "workload (b): \(.tenants) tenants at \(.rate_per_s_per_tenant)/s each, \(.jobs) jobs queued, \(.workers) workers (max_jobs \(.max_jobs_per_lease))",
-  "achieved total \(.achieved_total_rate_per_s)/s; per tenant min/median/max \(.per_tenant_rate_min_median_max)",
-  "worst sliding 1 s: \(.worst_max_in_any_1000ms_sliding) (bound \(.bound_1000ms)); worst sliding 100 ms: \(.worst_max_in_any_100ms_sliding) (bound \(.bound_100ms))",
+  "released \(.jobs) jobs in \(.release_span_s) s: \(.achieved_total_rate_per_s)/s in all; per tenant min/median/max \(.per_tenant_rate_min_median_max)/s; all completed after \(.all_completed_after_s) s",
+  "release times (server leased_at, ms): worst sliding 1 s \(.release_time_worst_max_in_any_1000ms_sliding), worst sliding 100 ms \(.release_time_worst_max_in_any_100ms_sliding), gap p99 (median tenant) \(.release_time_gap_ms_p99_median_over_tenants) ms",
+  "receipt times (worker side): worst sliding 1 s \(.worst_max_in_any_1000ms_sliding) (bound \(.bound_1000ms)); worst sliding 100 ms \(.worst_max_in_any_100ms_sliding) (bound \(.bound_100ms))",
   "gap ms: min \(.gap_ms_min_over_tenants), p50 (median tenant) \(.gap_ms_p50_median_over_tenants), p99 (median tenant) \(.gap_ms_p99_median_over_tenants), p99 (worst tenant) \(.gap_ms_p99_worst_tenant), max \(.gap_ms_max_worst_tenant)",
   "intake while filling: \(.intake_jobs_per_s_while_filling) jobs/s"' "$OUT/sluice-precision.json"
