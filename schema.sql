@@ -75,3 +75,26 @@ CREATE TABLE IF NOT EXISTS tokens (
   created_at   INTEGER NOT NULL,
   revoked_at   INTEGER
 ) STRICT;
+
+-- Idempotency keys of submits, per tenant: a replay with the same body returns the
+-- original job; the same key with another body is refused.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  tenant      TEXT NOT NULL,
+  key         TEXT NOT NULL,
+  body_hash   TEXT NOT NULL,
+  job_id      TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (tenant, key)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at);
+
+-- Finished jobs by age, for the cleaner.
+CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+-- A tenant's jobs in admission order, for listing.
+CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs (tenant, seq);
+
+-- One row written by /readyz to prove the store can commit.
+CREATE TABLE IF NOT EXISTS readiness_probe (
+  id  INTEGER PRIMARY KEY CHECK (id = 1),
+  at  INTEGER NOT NULL
+) STRICT;

@@ -26,6 +26,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "deadline_unreachable";
     case ErrorCode::kCostExceedsCapacity:
       return "cost_exceeds_capacity";
+    case ErrorCode::kIdempotencyKeyReused:
+      return "idempotency_key_reused";
     case ErrorCode::kStorageUnavailable:
       return "storage_unavailable";
     case ErrorCode::kInternal:

@@ -13,19 +13,20 @@
 namespace sluice {
 
 enum class ErrorCode {
-  kBadRequest,           // malformed JSON or an invalid field
-  kUnauthorized,         // no token or an unknown one
-  kForbidden,            // token lacks the scope
-  kNotFound,             // unknown queue, job, route, or someone else's job
-  kMethodNotAllowed,     // known path, wrong verb
-  kConflict,             // e.g. cancel of a job that is no longer queued
-  kLeaseLost,            // stale or unknown lease_id
-  kPayloadTooLarge,      // body over the limit
-  kQueueFull,            // rule 1: bucket capacity
-  kDeadlineUnreachable,  // rule 2: estimated start after deadline
-  kCostExceedsCapacity,  // a job heavier than its bucket can ever hold
-  kStorageUnavailable,   // cannot make it durable: fail closed
-  kInternal,             // a bug
+  kBadRequest,            // malformed JSON or an invalid field
+  kUnauthorized,          // no token or an unknown one
+  kForbidden,             // token lacks the scope
+  kNotFound,              // unknown queue, job, route, or someone else's job
+  kMethodNotAllowed,      // known path, wrong verb
+  kConflict,              // e.g. cancel of a job that is no longer queued
+  kLeaseLost,             // stale or unknown lease_id
+  kPayloadTooLarge,       // body over the limit
+  kQueueFull,             // rule 1: bucket capacity
+  kDeadlineUnreachable,   // rule 2: estimated start after deadline
+  kCostExceedsCapacity,   // a job heavier than its bucket can ever hold
+  kIdempotencyKeyReused,  // same Idempotency-Key, different body
+  kStorageUnavailable,    // cannot make it durable: fail closed
+  kInternal,              // a bug
 };
 
 // The stable wire name of a code, e.g. "queue_full".

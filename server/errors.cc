@@ -40,6 +40,8 @@ int HttpStatusFor(ErrorCode code) {
       return 400;
     case ErrorCode::kCostExceedsCapacity:
       return 400;
+    case ErrorCode::kIdempotencyKeyReused:
+      return 422;
     case ErrorCode::kUnauthorized:
       return 401;
     case ErrorCode::kForbidden:

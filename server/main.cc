@@ -12,6 +12,7 @@
 #include "server/asio.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
+#include "server/maintenance.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -26,6 +27,7 @@ struct Flags {
   int64_t max_body_bytes = 1 << 20;
   int64_t max_wait_ms = 30000;
   int64_t lookahead_us = 10000;
+  int64_t retention_hours = 168;
 };
 
 std::string AdminTokenFromEnv() {
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   cli.add_option("--release-lookahead-us", flags.lookahead_us,
                  "commit releases due this soon ahead of time, hand them out on time")
       ->check(CLI::Range(0, 100000));
+  cli.add_option("--retention-hours", flags.retention_hours,
+                 "how long finished jobs (and idempotency keys) are kept")
+      ->check(CLI::Range(0, 24 * 3650));
   CLI11_PARSE(cli, argc, argv);
 
   size_t colon = flags.listen.rfind(':');
@@ -104,6 +109,17 @@ int main(int argc, char** argv) {
   auto work = boost::asio::make_work_guard(io);
   sluice::Dispatcher dispatcher(io, *store, clock, flags.lookahead_us);
   sluice::App app{*store, auth, dispatcher, clock, flags.max_wait_ms};
+
+  sluice::LeaseReaper reaper(*store);
+  sluice::DeadlineExpirer expirer(*store);
+  sluice::Cleaner cleaner(*store, flags.retention_hours * 3600 * sluice::kMicrosPerSecond);
+  sluice::MaintenanceLoop maintenance(io, clock, [&](const sluice::MaintenanceCounts& c) {
+    if (c.leases_requeued > 0) dispatcher.Notify();  // requeued jobs may go out now
+  });
+  using std::chrono::milliseconds;
+  maintenance.Every(milliseconds(250), [&](sluice::Micros now) { return reaper.RunOnce(now); });
+  maintenance.Every(milliseconds(250), [&](sluice::Micros now) { return expirer.RunOnce(now); });
+  maintenance.Every(milliseconds(60000), [&](sluice::Micros now) { return cleaner.RunOnce(now); });
 
   httplib::Server server;
   server.new_task_queue = [n = flags.http_threads] { return new httplib::ThreadPool(n); };

@@ -146,6 +146,15 @@ void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) 
   RenderJson(res, 201, out);
 }
 
+void RetryJob(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto job = app.store.Retry(req.matches[1], app.clock.Now());
+  if (!job.ok()) return RenderError(res, job.error());
+  app.dispatcher.Notify();
+  RenderJson(res, 200, JobToJson(job.value()));
+}
+
 }  // namespace
 
 void RegisterAdminRoutes(httplib::Server& server, App& app) {
@@ -161,6 +170,8 @@ void RegisterAdminRoutes(httplib::Server& server, App& app) {
   server.Post(R"(/v1/admin/queues/([^/:]+)/resume)",
               [&app](Req req, Res res) { SetPaused(app, req, res, false); });
   server.Post("/v1/admin/tokens", [&app](Req req, Res res) { CreateToken(app, req, res); });
+  server.Post(R"(/v1/admin/jobs/([^/]+)/retry)",
+              [&app](Req req, Res res) { RetryJob(app, req, res); });
 }
 
 void RegisterHealthRoutes(httplib::Server& server, App& app) {
@@ -168,8 +179,9 @@ void RegisterHealthRoutes(httplib::Server& server, App& app) {
     RenderJson(res, 200, {{"status", "ok"}});
   });
   server.Get("/readyz", [&app](const httplib::Request&, httplib::Response& res) {
-    auto qs = app.store.ListQueues();
-    if (!qs.ok()) return RenderError(res, qs.error());
+    // Ready means a write can be made durable now (fail closed: 503 otherwise).
+    auto probe = app.store.Probe(app.clock.Now());
+    if (!probe.ok()) return RenderError(res, probe.error());
     RenderJson(res, 200, {{"status", "ready"}});
   });
 }

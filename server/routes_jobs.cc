@@ -1,6 +1,7 @@
 // Intake and job reads: POST /v1/queues/{queue}/jobs, GET /v1/jobs/{id}.
 #include <nlohmann/json.hpp>
 
+#include "common/crypto.h"
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
@@ -76,6 +77,15 @@ void Submit(App& app, const httplib::Request& req, httplib::Response& res) {
   if (!job.ok()) return RenderError(res, job.error());
   job.value().queue = queue;
   job.value().tenant = *who.value().tenant;
+  if (req.has_header("Idempotency-Key")) {
+    std::string key = req.get_header_value("Idempotency-Key");
+    if (key.empty() || key.size() > 255) {
+      return RenderError(
+          res, MakeError(ErrorCode::kBadRequest, "Idempotency-Key must be 1 to 255 characters"));
+    }
+    job.value().idempotency_key = key;
+    job.value().body_hash = Sha256Hex(req.body);
+  }
 
   auto out = app.store.Submit(job.value(), now);
   if (!out.ok()) return RenderError(res, out.error());
@@ -83,7 +93,11 @@ void Submit(App& app, const httplib::Request& req, httplib::Response& res) {
   SetRateLimitHeaders(res, queue, o.policy, o.decision);
   switch (o.decision.outcome) {
     case AdmissionOutcome::kAdmitted:
-      app.dispatcher.Notify();
+      if (o.replayed) {
+        res.set_header("Idempotent-Replayed", "true");
+      } else {
+        app.dispatcher.Notify();
+      }
       res.set_header("Location", "/v1/jobs/" + o.job->id);
       return RenderJson(res, 202, JobToJson(*o.job));
     case AdmissionOutcome::kQueueFull: {
@@ -139,6 +153,91 @@ void GetJob(App& app, const httplib::Request& req, httplib::Response& res) {
   RenderJson(res, 200, out);
 }
 
+// The job if the caller may see it: own tenant, or admin. Someone else's is 404.
+Result<JobRecord> VisibleJob(App& app, const Principal& p, const std::string& id) {
+  auto job = app.store.GetJob(id);
+  if (!job.ok()) return job;
+  if (!p.Has(Scope::kAdmin) && p.tenant != job.value().tenant) {
+    return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+  }
+  return job;
+}
+
+Result<Principal> ReaderOfJobs(App& app, const httplib::Request& req) {
+  auto who = app.auth.Authenticate(req);
+  if (!who.ok()) return who;
+  if (!who.value().Has(Scope::kAdmin) && !who.value().Has(Scope::kSubmit)) {
+    return MakeError(ErrorCode::kForbidden, "this token cannot read jobs");
+  }
+  return who;
+}
+
+void CancelJob(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = ReaderOfJobs(app, req);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto job = VisibleJob(app, who.value(), req.matches[1]);
+  if (!job.ok()) return RenderError(res, job.error());
+  auto canceled = app.store.Cancel(job.value().id, app.clock.Now());
+  if (!canceled.ok()) return RenderError(res, canceled.error());
+  RenderJson(res, 200, JobToJson(canceled.value()));
+}
+
+// Cursors are opaque to clients: "c" + the admission sequence in hex.
+std::string EncodeCursor(int64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "c%llx", static_cast<unsigned long long>(seq));
+  return buf;
+}
+
+std::optional<int64_t> DecodeCursor(const std::string& c) {
+  if (c.size() < 2 || c.size() > 17 || c[0] != 'c') return std::nullopt;
+  int64_t v = 0;
+  for (size_t i = 1; i < c.size(); ++i) {
+    char ch = c[i];
+    int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+void ListJobs(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = ReaderOfJobs(app, req);
+  if (!who.ok()) return RenderError(res, who.error());
+  JobFilter f;
+  if (!who.value().Has(Scope::kAdmin)) f.tenant = who.value().tenant;
+  if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+  if (req.has_param("state")) {
+    f.state = ParseJobState(req.get_param_value("state"));
+    if (!f.state) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest,
+                                        "'state' must be one of queued, leased, succeeded, "
+                                        "failed, expired, canceled"));
+    }
+  }
+  if (req.has_param("limit")) {
+    const std::string l = req.get_param_value("limit");
+    char* end = nullptr;
+    long long v = std::strtoll(l.c_str(), &end, 10);
+    if (l.empty() || *end != '\0' || v < 1 || v > 1000) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest, "'limit' must be 1 to 1000"));
+    }
+    f.limit = v;
+  }
+  if (req.has_param("cursor")) {
+    auto seq = DecodeCursor(req.get_param_value("cursor"));
+    if (!seq) return RenderError(res, MakeError(ErrorCode::kBadRequest, "'cursor' is not valid"));
+    f.after_seq = *seq;
+  }
+  auto page = app.store.ListJobs(f);
+  if (!page.ok()) return RenderError(res, page.error());
+  json jobs = json::array();
+  for (const JobRecord& j : page.value().jobs) jobs.push_back(JobToJson(j));
+  json out = {{"jobs", jobs}, {"next_cursor", nullptr}};
+  if (page.value().next_after_seq) out["next_cursor"] = EncodeCursor(*page.value().next_after_seq);
+  RenderJson(res, 200, out);
+}
+
 }  // namespace
 
 void RegisterJobRoutes(httplib::Server& server, App& app) {
@@ -147,6 +246,12 @@ void RegisterJobRoutes(httplib::Server& server, App& app) {
       [&app](const httplib::Request& req, httplib::Response& res) { Submit(app, req, res); });
   server.Get(R"(/v1/jobs/([^/]+))", [&app](const httplib::Request& req, httplib::Response& res) {
     GetJob(app, req, res);
+  });
+  server.Delete(R"(/v1/jobs/([^/]+))", [&app](const httplib::Request& req, httplib::Response& res) {
+    CancelJob(app, req, res);
+  });
+  server.Get("/v1/jobs", [&app](const httplib::Request& req, httplib::Response& res) {
+    ListJobs(app, req, res);
   });
 }
 

@@ -111,6 +111,23 @@ void Fail(App& app, const httplib::Request& req, httplib::Response& res) {
   RenderJson(res, 200, JobToJson(job.value()));
 }
 
+void Heartbeat(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto who = app.auth.Require(req, Scope::kWork);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return RenderError(res, body.error());
+  auto lease_id = LeaseIdFor(app, req, who, body.value());
+  if (!lease_id.ok()) return RenderError(res, lease_id.error());
+  auto extend = IntField(body.value(), "extend_ms", 100, 24LL * 3600 * 1000);
+  if (!extend.ok()) return RenderError(res, extend.error());
+  auto job = app.store.Heartbeat(req.matches[1], lease_id.value(), extend.value(), app.clock.Now());
+  if (!job.ok()) return RenderError(res, job.error());
+  RenderJson(res, 200,
+             {{"id", job.value().id},
+              {"lease_id", lease_id.value()},
+              {"lease_expires_at", FormatRfc3339(job.value().lease_expires_at.value_or(0))}});
+}
+
 }  // namespace
 
 void RegisterLeaseRoutes(httplib::Server& server, App& app) {
@@ -120,6 +137,9 @@ void RegisterLeaseRoutes(httplib::Server& server, App& app) {
   server.Post(
       R"(/v1/jobs/([^/]+)/complete)",
       [&app](const httplib::Request& req, httplib::Response& res) { Complete(app, req, res); });
+  server.Post(
+      R"(/v1/jobs/([^/]+)/heartbeat)",
+      [&app](const httplib::Request& req, httplib::Response& res) { Heartbeat(app, req, res); });
   server.Post(R"(/v1/jobs/([^/]+)/fail)",
               [&app](const httplib::Request& req, httplib::Response& res) { Fail(app, req, res); });
 }

@@ -116,6 +116,39 @@ constexpr const char* kLeasesDue =
     "SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs "
     "WHERE state = 'leased' AND lease_expires_at <= ?";
 
+constexpr const char* kHeartbeat =
+    "UPDATE jobs SET lease_expires_at = ?1 + COALESCE(?2, lease_ms) * 1000 "
+    "WHERE id = ?3 AND state = 'leased' AND lease_id = ?4 AND lease_expires_at > ?1 "
+    "RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kCancel =
+    "UPDATE jobs SET state = 'canceled', finished_at = ?1 WHERE id = ?2 AND state = 'queued' "
+    "RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kRetry =
+    "UPDATE jobs SET state = 'queued', attempt = 0, available_at = ?1, deadline_at = NULL, "
+    "finished_at = NULL WHERE id = ?2 AND state IN ('failed', 'expired') "
+    "RETURNING " SLUICE_JOB_COLUMNS;
+constexpr const char* kBucketEnqueued =
+    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost) VALUES (?1, ?2, 1, ?3) "
+    "ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1, "
+    "queued_cost = queued_cost + ?3";
+constexpr const char* kListJobs = "SELECT " SLUICE_JOB_COLUMNS
+                                  ", seq FROM jobs WHERE seq > ?1 "
+                                  "AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR queue = ?3) "
+                                  "AND (?4 IS NULL OR state = ?4) ORDER BY seq LIMIT ?5";
+constexpr const char* kCleanJobs =
+    "DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished "
+    "WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2)";
+constexpr const char* kCleanKeys =
+    "DELETE FROM idempotency_keys WHERE (tenant, key) IN (SELECT tenant, key FROM "
+    "idempotency_keys WHERE created_at < ?1 LIMIT ?2)";
+constexpr const char* kSelectIdempotency =
+    "SELECT body_hash, job_id FROM idempotency_keys WHERE tenant = ? AND key = ?";
+constexpr const char* kInsertIdempotency =
+    "INSERT INTO idempotency_keys (tenant, key, body_hash, job_id, created_at) "
+    "VALUES (?, ?, ?, ?, ?)";
+constexpr const char* kProbe =
+    "INSERT INTO readiness_probe (id, at) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET at = ?1";
+
 constexpr const char* kInsertToken =
     "INSERT INTO tokens (id, secret_hash, tenant, scopes, queues, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?)";
@@ -208,7 +241,7 @@ Error LostOrMissing(Db& db, const std::string& id) {
 }
 
 // Rule 6: queued jobs whose deadline has come are expired and never leased.
-void ExpireDue(Db& db, Micros now) {
+int64_t ExpireDue(Db& db, Micros now) {
   struct Row {
     std::string queue, tenant;
     int64_t cost;
@@ -220,11 +253,13 @@ void ExpireDue(Db& db, Micros now) {
     while (s.Step()) rows.push_back({s.Text(0), s.Text(1), s.Int(2)});
   }
   for (const Row& r : rows) db.Prepare(kBucketDequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+  return static_cast<int64_t>(rows.size());
 }
 
 // Rule 7: a lease that ran out returns its job to queued at once, or fails it when
 // attempts are exhausted or its deadline has passed.
-void ReapExpiredLeases(Db& db, Micros now) {
+MaintenanceCounts ReapExpiredLeases(Db& db, Micros now) {
+  MaintenanceCounts counts;
   struct Row {
     int64_t seq;
     std::string queue, tenant;
@@ -250,10 +285,13 @@ void ReapExpiredLeases(Db& db, Micros now) {
     if (!s.Step()) continue;
     if (retry) {
       db.Prepare(kBucketRequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+      ++counts.leases_requeued;
     } else {
       db.Prepare(kBucketLeaseEnded).BindAll(r.queue, r.tenant).Exec();
+      ++counts.leases_failed;
     }
   }
+  return counts;
 }
 
 std::optional<BucketView> LoadBucketView(Db& db, size_t queue_index, const QueueInfo& q,
@@ -526,6 +564,27 @@ Result<SubmitOutcome> SqliteStore::Submit(const NewJob& job, Micros now) {
     if (!q) return UnknownQueue(job.queue);
     SubmitOutcome out;
     out.policy = q->policy.ForTenant(job.tenant);
+    if (job.idempotency_key) {
+      Stmt seen = db.Prepare(kSelectIdempotency);
+      seen.BindAll(job.tenant, *job.idempotency_key);
+      if (seen.Step()) {
+        if (seen.Text(0) != job.body_hash) {
+          return MakeError(ErrorCode::kIdempotencyKeyReused,
+                           "this Idempotency-Key was used with a different request body");
+        }
+        const std::string original = seen.Text(1);
+        Stmt j = db.Prepare(kSelectJob);
+        j.BindAll(original);
+        if (!j.Step()) return MakeError(ErrorCode::kInternal, "idempotent job vanished");
+        out.job = RowToJob(j);
+        out.replayed = true;
+        out.decision.outcome = AdmissionOutcome::kAdmitted;
+        out.decision.estimated_start = out.job->estimated_start;
+        BucketState b = LoadBucket(db, job.queue, job.tenant);
+        out.decision.remaining = std::max<int64_t>(0, out.policy.capacity - b.queued_cost);
+        return out;
+      }
+    }
     BucketState bucket = LoadBucket(db, job.queue, job.tenant);
     AdmissionRequest req;
     req.cost = job.cost;
@@ -546,6 +605,11 @@ Result<SubmitOutcome> SqliteStore::Submit(const NewJob& job, Micros now) {
     s.Step();
     out.job = RowToJob(s);
     db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
+    if (job.idempotency_key) {
+      db.Prepare(kInsertIdempotency)
+          .BindAll(job.tenant, *job.idempotency_key, job.body_hash, out.job->id, now)
+          .Exec();
+    }
     return out;
   });
 }
@@ -588,8 +652,8 @@ std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<Lease
                                                          Micros now, Micros horizon) {
   using Outcomes = std::vector<LeaseOutcome>;
   auto r = writer_->Run<Outcomes>([&](Db& db) -> Result<Outcomes> {
-    ReapExpiredLeases(db, now);
-    ExpireDue(db, now);
+    (void)ReapExpiredLeases(db, now);
+    (void)ExpireDue(db, now);
     Outcomes out(requests.size());
     LeaseAll(db, requests, out, now, std::max(now, horizon));
     return out;
@@ -654,6 +718,94 @@ Result<JobRecord> SqliteStore::Fail(const std::string& id, const std::string& le
       db.Prepare(kBucketLeaseEnded).BindAll(queue, tenant).Exec();
     }
     return job;
+  });
+}
+
+Result<JobRecord> SqliteStore::Heartbeat(const std::string& id, const std::string& lease_id,
+                                         std::optional<int64_t> extend_ms, Micros now) {
+  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt s = db.Prepare(kHeartbeat);
+    s.BindAll(now, extend_ms, id, lease_id);
+    if (!s.Step()) return LostOrMissing(db, id);
+    return RowToJob(s);
+  });
+}
+
+Result<JobRecord> SqliteStore::Cancel(const std::string& id, Micros now) {
+  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt s = db.Prepare(kCancel);
+    s.BindAll(now, id);
+    if (!s.Step()) {
+      Stmt e = db.Prepare(kJobExists);
+      e.BindAll(id);
+      if (!e.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+      return MakeError(ErrorCode::kConflict, "only a queued job can be canceled");
+    }
+    JobRecord job = RowToJob(s);
+    db.Prepare(kBucketDequeued).BindAll(job.cost, job.queue, job.tenant).Exec();
+    return job;
+  });
+}
+
+Result<JobRecord> SqliteStore::Retry(const std::string& id, Micros now) {
+  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
+    Stmt s = db.Prepare(kRetry);
+    s.BindAll(now, id);
+    if (!s.Step()) {
+      Stmt e = db.Prepare(kJobExists);
+      e.BindAll(id);
+      if (!e.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+      return MakeError(ErrorCode::kConflict, "only a failed or expired job can be retried");
+    }
+    JobRecord job = RowToJob(s);
+    db.Prepare(kBucketEnqueued).BindAll(job.queue, job.tenant, job.cost).Exec();
+    return job;
+  });
+}
+
+Result<JobPage> SqliteStore::ListJobs(const JobFilter& f) {
+  return Read<JobPage>([&](Db& db) -> Result<JobPage> {
+    JobPage page;
+    Stmt s = db.Prepare(kListJobs);
+    std::optional<std::string> state;
+    if (f.state) state = std::string(JobStateName(*f.state));
+    s.BindAll(f.after_seq, f.tenant, f.queue, state, f.limit);
+    int64_t last = 0;
+    while (s.Step()) {
+      page.jobs.push_back(RowToJob(s));
+      last = s.Int(21);
+    }
+    if (static_cast<int64_t>(page.jobs.size()) == f.limit) page.next_after_seq = last;
+    return page;
+  });
+}
+
+Result<MaintenanceCounts> SqliteStore::ReapLeases(Micros now) {
+  return writer_->Run<MaintenanceCounts>(
+      [&](Db& db) -> Result<MaintenanceCounts> { return ReapExpiredLeases(db, now); });
+}
+
+Result<MaintenanceCounts> SqliteStore::ExpireDeadlines(Micros now) {
+  return writer_->Run<MaintenanceCounts>([&](Db& db) -> Result<MaintenanceCounts> {
+    MaintenanceCounts c;
+    c.expired = ExpireDue(db, now);
+    return c;
+  });
+}
+
+Result<MaintenanceCounts> SqliteStore::Clean(Micros finished_before, int64_t limit) {
+  return writer_->Run<MaintenanceCounts>([&](Db& db) -> Result<MaintenanceCounts> {
+    MaintenanceCounts c;
+    c.cleaned = db.Prepare(kCleanJobs).BindAll(finished_before, limit).Exec();
+    db.Prepare(kCleanKeys).BindAll(finished_before, limit).Exec();
+    return c;
+  });
+}
+
+Status SqliteStore::Probe(Micros now) {
+  return writer_->Run<Ok>([&](Db& db) -> Status {
+    db.Prepare(kProbe).BindAll(now).Exec();
+    return Ok{};
   });
 }
 

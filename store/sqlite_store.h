@@ -48,6 +48,16 @@ class SqliteStore final : public Store {
   Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
                          const FailRequest& fail, Micros now) override;
 
+  Result<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
+                              std::optional<int64_t> extend_ms, Micros now) override;
+  Result<JobRecord> Cancel(const std::string& id, Micros now) override;
+  Result<JobRecord> Retry(const std::string& id, Micros now) override;
+  Result<JobPage> ListJobs(const JobFilter& filter) override;
+  Result<MaintenanceCounts> ReapLeases(Micros now) override;
+  Result<MaintenanceCounts> ExpireDeadlines(Micros now) override;
+  Result<MaintenanceCounts> Clean(Micros finished_before, int64_t limit) override;
+  Status Probe(Micros now) override;
+
   Status CreateToken(const TokenRecord& token) override;
   Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
 

@@ -81,8 +81,10 @@ struct NewJob {
   int64_t cost = 1;
   std::optional<Micros> deadline;  // absolute; else the queue's default_deadline_ms
   std::optional<Micros> not_before;
-  std::optional<int64_t> lease_ms;      // else the queue's lease_ms
-  std::optional<int64_t> max_attempts;  // else the queue's max_attempts
+  std::optional<int64_t> lease_ms;             // else the queue's lease_ms
+  std::optional<int64_t> max_attempts;         // else the queue's max_attempts
+  std::optional<std::string> idempotency_key;  // per tenant
+  std::string body_hash;                       // of the request, to detect a reused key
 };
 
 // The outcome of an admission: the shaper's decision, the bucket's effective policy
@@ -91,6 +93,28 @@ struct SubmitOutcome {
   AdmissionDecision decision;
   BucketPolicy policy;
   std::optional<JobRecord> job;
+  bool replayed = false;  // an Idempotency-Key seen before: `job` is the original
+};
+
+struct JobFilter {
+  std::optional<std::string> tenant;  // empty: every tenant (admin)
+  std::optional<std::string> queue;
+  std::optional<JobState> state;
+  int64_t limit = 100;
+  int64_t after_seq = 0;  // the cursor: jobs admitted after this one
+};
+
+struct JobPage {
+  std::vector<JobRecord> jobs;
+  std::optional<int64_t> next_after_seq;  // set when there may be more
+};
+
+// What one maintenance pass changed.
+struct MaintenanceCounts {
+  int64_t leases_requeued = 0;  // lease ran out: back to queued
+  int64_t leases_failed = 0;    // lease ran out with no attempts or time left
+  int64_t expired = 0;          // queued past the deadline
+  int64_t cleaned = 0;          // finished jobs past retention, deleted
 };
 
 struct LeaseRequest {
@@ -161,6 +185,22 @@ class Store {
                                      const std::optional<std::string>& result, Micros now) = 0;
   virtual Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
                                  const FailRequest& fail, Micros now) = 0;
+  // Extends a live lease to now + extend_ms (default: the job's lease_ms).
+  virtual Result<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
+                                      std::optional<int64_t> extend_ms, Micros now) = 0;
+  // queued -> canceled; conflict once leased or finished.
+  virtual Result<JobRecord> Cancel(const std::string& id, Micros now) = 0;
+  // failed | expired -> queued, attempts and deadline reset (an admin's decision).
+  virtual Result<JobRecord> Retry(const std::string& id, Micros now) = 0;
+  virtual Result<JobPage> ListJobs(const JobFilter& filter) = 0;
+
+  // Maintenance, each one transaction: lapsed leases (rule 7), queued jobs past their
+  // deadline (rule 6), finished jobs older than `finished_before` (at most `limit`).
+  virtual Result<MaintenanceCounts> ReapLeases(Micros now) = 0;
+  virtual Result<MaintenanceCounts> ExpireDeadlines(Micros now) = 0;
+  virtual Result<MaintenanceCounts> Clean(Micros finished_before, int64_t limit) = 0;
+  // A small durable write: can the store commit right now? (/readyz)
+  virtual Status Probe(Micros now) = 0;
 
   // Tokens. The plaintext never reaches the store, only its hash.
   virtual Status CreateToken(const TokenRecord& token) = 0;

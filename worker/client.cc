@@ -9,19 +9,14 @@ Error ErrorFromResponse(int status, const std::string& body) {
   std::string code = j.is_object() ? j.value("error", "") : "";
   std::string detail = j.is_object() ? j.value("detail", body) : body;
   ErrorCode ec = ErrorCode::kInternal;
-  static const ErrorCode kAll[] = {ErrorCode::kBadRequest,
-                                   ErrorCode::kUnauthorized,
-                                   ErrorCode::kForbidden,
-                                   ErrorCode::kNotFound,
-                                   ErrorCode::kMethodNotAllowed,
-                                   ErrorCode::kConflict,
-                                   ErrorCode::kLeaseLost,
-                                   ErrorCode::kPayloadTooLarge,
-                                   ErrorCode::kQueueFull,
-                                   ErrorCode::kDeadlineUnreachable,
-                                   ErrorCode::kCostExceedsCapacity,
-                                   ErrorCode::kStorageUnavailable,
-                                   ErrorCode::kInternal};
+  static const ErrorCode kAll[] = {
+      ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
+      ErrorCode::kForbidden,           ErrorCode::kNotFound,
+      ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
+      ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
+      ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
+      ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
+      ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
   for (ErrorCode c : kAll) {
     if (ErrorCodeName(c) == code) ec = c;
   }

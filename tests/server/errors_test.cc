@@ -11,19 +11,13 @@
 namespace sluice {
 namespace {
 
-const ErrorCode kAll[] = {ErrorCode::kBadRequest,
-                          ErrorCode::kUnauthorized,
-                          ErrorCode::kForbidden,
-                          ErrorCode::kNotFound,
-                          ErrorCode::kMethodNotAllowed,
-                          ErrorCode::kConflict,
-                          ErrorCode::kLeaseLost,
-                          ErrorCode::kPayloadTooLarge,
-                          ErrorCode::kQueueFull,
-                          ErrorCode::kDeadlineUnreachable,
-                          ErrorCode::kCostExceedsCapacity,
-                          ErrorCode::kStorageUnavailable,
-                          ErrorCode::kInternal};
+const ErrorCode kAll[] = {ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
+                          ErrorCode::kForbidden,           ErrorCode::kNotFound,
+                          ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
+                          ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
+                          ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
+                          ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
+                          ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
 
 TEST_CASE("every error code renders as problem+json with its wire name") {
   std::set<std::string> names;
