@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -44,6 +45,8 @@ std::string AdminTokenFromEnv() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit must make writes fail (EFBIG -> storage_unavailable), not kill us.
+  std::signal(SIGXFSZ, SIG_IGN);
   Flags flags;
   CLI::App cli{"sluiced: a traffic-shaping job queue server"};
   cli.add_option("--listen", flags.listen, "host:port to listen on (port 0 picks a free one)");

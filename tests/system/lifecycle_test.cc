@@ -2,7 +2,6 @@
 // admin retry, listing with a cursor, Idempotency-Key, deadlines that expire without
 // any worker polling, and /readyz.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <future>
 #include <set>
@@ -35,12 +34,15 @@ struct Life {
   HttpResult Admin(const std::string& m, const std::string& path, const json& body = nullptr) {
     return Call(*http, m, path, body, Bearer(server.admin_token()));
   }
-  std::string Token(const json& body) { return Admin("POST", "/v1/admin/tokens", body).body["token"]; }
+  std::string Token(const json& body) {
+    return Admin("POST", "/v1/admin/tokens", body).body["token"];
+  }
   HttpResult Submit(const std::string& token, const json& body, httplib::Headers h = {}) {
     return Call(*http, "POST", "/v1/queues/q/jobs", body, Bearer(token, std::move(h)));
   }
   json LeaseOne() {
-    auto r = Call(*http, "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 5000}}, Bearer(worker));
+    auto r =
+        Call(*http, "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 5000}}, Bearer(worker));
     REQUIRE(r.status == 200);
     REQUIRE(r.body["jobs"].size() == 1);
     return r.body["jobs"][0];
@@ -96,12 +98,13 @@ TEST_CASE("a queued job past its deadline expires without any worker polling") {
   auto sub = f.Submit(f.acme, {{"payload", 1}, {"deadline_in_ms", 300}});
   REQUIRE(sub.status == 202);
   REQUIRE(f.WaitForState(sub.body["id"], "expired", std::chrono::seconds(10)));
-  auto lease = Call(*f.http, "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}},
-                    Bearer(f.worker));
+  auto lease =
+      Call(*f.http, "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}}, Bearer(f.worker));
   CHECK(lease.body["jobs"].empty());  // never leased
 
   SECTION("an admin can put an expired job back") {
-    auto retried = f.Admin("POST", "/v1/admin/jobs/" + sub.body["id"].get<std::string>() + "/retry");
+    auto retried =
+        f.Admin("POST", "/v1/admin/jobs/" + sub.body["id"].get<std::string>() + "/retry");
     REQUIRE(retried.status == 200);
     CHECK(retried.body["state"] == "queued");
     CHECK(f.LeaseOne()["id"] == sub.body["id"]);

@@ -29,6 +29,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& admin_token() const { return options_.admin_token; }
   const std::string& db_path() const { return db_path_; }
