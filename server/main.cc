@@ -1,6 +1,7 @@
 // sluiced: the sluice server. Wires the store, the dispatcher and the HTTP routes,
 // and drains gracefully on SIGINT/SIGTERM.
 #include <httplib.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,7 @@ std::string AdminTokenFromEnv() {
 int main(int argc, char** argv) {
   // A file-size limit must make writes fail (EFBIG -> storage_unavailable), not kill us.
   std::signal(SIGXFSZ, SIG_IGN);
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sluiced"));  // logs go to stderr
   Flags flags;
   CLI::App cli{"sluiced: a traffic-shaping job queue server"};
   cli.add_option("--listen", flags.listen, "host:port to listen on (port 0 picks a free one)");
