@@ -3,7 +3,7 @@
 # machine (issue 4). Target: sluice's durable 202/s with 16 keep-alive connections
 # >= 0.6 x the hello-world's req/s, measured in the same run.
 #
-# Usage: bench/intake.sh [rounds]            (default 3; about 35 s per round)
+# Usage: bench/intake.sh [rounds]            (default 3; about 40 s per round)
 #   env: BUILD_DIR (build), BENCH_REV (unset: the working tree; else a commit to build),
 #        DURATION (10s), CONNS (16), WRK_THREADS (2), PERF (auto: count syncs with perf),
 #        NORMAL=0 to skip the --synchronous NORMAL context run, KEEP_DATA=1 to keep
@@ -16,6 +16,11 @@
 #   (c) the same with --synchronous NORMAL, for context (not durable on power loss).
 # After each sluice run the jobs in the database are counted (sqlite3) and compared
 # with wrk's 202 count. Raw outputs go to var/bench/intake-<stamp>-*.txt.
+# Diagnostics, to tell where the time goes: each server's CPU time and context
+# switches per request (from /proc), sluiced's fsync/fdatasync calls (perf, if it
+# works here: 202s per sync is a lower bound on the writer's batch size), and before
+# each durable run the disk's flush latency (O_DSYNC 4 KiB writes), which caps durable
+# intake at CONNS / latency whatever the server does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -265,9 +270,24 @@ run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
   fi
 }
 
+# ---- the disk's flush latency ---------------------------------------------------------
+# Durable intake waits for a flush, so the disk bounds it: with CONNS connections and
+# flushes of L ms, no server exceeds CONNS / L acknowledged jobs per second. The probe
+# times 500 synchronous 4 KiB overwrites (O_DSYNC, like pwrite + fdatasync) in var/bench/.
+SYNC_MS=""
+probe_disk() {
+  local f="$ROOT/$OUT/intake-fsync-probe" t0 t1
+  dd if=/dev/zero of="$f" bs=4k count=500 2>/dev/null && sync "$f" 2>/dev/null || true
+  t0="$(date +%s%N)"
+  timeout 30 dd if=/dev/zero of="$f" bs=4k count=500 oflag=dsync conv=notrunc 2>/dev/null || true
+  t1="$(date +%s%N)"
+  rm -f "$f"
+  SYNC_MS="$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b - a) / 1e6 / 500}')"
+}
+
 # ---- rounds --------------------------------------------------------------------------
 RESULTS="$PREFIX-rounds.tsv"
-printf 'round\thello_rps\tfull_202_per_s\tratio\tfull_202\tfull_non202\tfull_db\tnormal_202_per_s\tnormal_ratio\thello_cpu_us_per_req\tfull_cpu_us_per_job\tfull_jobs_per_sync\n' >"$RESULTS"
+printf 'round\thello_rps\tfull_202_per_s\tratio\tfull_202\tfull_non202\tfull_db\tnormal_202_per_s\tnormal_ratio\thello_cpu_us_per_req\tfull_cpu_us_per_job\tfull_jobs_per_sync\tdisk_sync_ms\n' >"$RESULTS"
 MISMATCH=0
 NON202=0
 SERVER_DIED=0
@@ -313,7 +333,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
   order=(hello full); [ $((r % 2)) = 0 ] && order=(full hello)
   [ "$NORMAL" = 1 ] && order+=(normal)
   hello="" full="" full_ok="" full_bad="" full_db="" normal="-" normal_ratio="-"
-  hello_cpu="-" full_cpu="-" full_batch="-"
+  hello_cpu="-" full_cpu="-" full_batch="-" sync_ms="-"
   for step in "${order[@]}"; do
     case "$step" in
       hello)
@@ -323,6 +343,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
         printf '   %-16s %9s req/s   (server CPU %s us, %s context switches per request)\n' "httplib hello" "$hello" "$HELLO_CPU_US" "$HELLO_CSW"
         ;;
       full)
+        probe_disk
+        printf '   %-16s 4 KiB O_DSYNC write avg %s ms -> %s connections allow at most %s durable 202/s\n' "disk flush" "$SYNC_MS" "$CONNS" "$(awk -v l="$SYNC_MS" -v c="$CONNS" 'BEGIN {printf "%.0f", (l > 0 ? c * 1000 / l : 0)}')"
+        sync_ms="$SYNC_MS"
         run_sluice FULL "$PREFIX-r$r-sluice-full.txt"
         full="$S_RPS" full_ok="$S_OK" full_bad="$S_BAD" full_db="$S_DB"
         full_cpu="${S_CPU_US:--}"
@@ -340,8 +363,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
   ratio="$(awk -v s="$full" -v h="$hello" 'BEGIN {printf "%.3f", s / h}')"
   [ "$normal" != "-" ] && normal_ratio="$(awk -v s="$normal" -v h="$hello" 'BEGIN {printf "%.3f", s / h}')"
   echo "   ratio sluice FULL / hello = $ratio"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$hello" "$full" "$ratio" "$full_ok" \
-    "$full_bad" "$full_db" "$normal" "$normal_ratio" "$hello_cpu" "$full_cpu" "$full_batch" >>"$RESULTS"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$hello" "$full" "$ratio" "$full_ok" \
+    "$full_bad" "$full_db" "$normal" "$normal_ratio" "$hello_cpu" "$full_cpu" "$full_batch" "$sync_ms" >>"$RESULTS"
 done
 
 # ---- summary -------------------------------------------------------------------------
@@ -355,11 +378,11 @@ median() {  # median of column $1 of $RESULTS (skips "-")
   echo
   echo "intake benchmark $STAMP: wrk -t$WRK_THREADS -c$CONNS -d$DURATION, keep-alive, 127.0.0.1, $(nproc) cores"
   echo "load average at the end: $(cut -d" " -f1-3 /proc/loadavg) (other work on this machine skews single runs: compare ratios)"
-  echo "| round | httplib hello req/s | sluice FULL 202/s | ratio | sluice NORMAL 202/s | NORMAL ratio | server CPU us/req hello / FULL | FULL jobs per sync |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-  tail -n +2 "$RESULTS" | awk -F'\t' '{printf "| %s | %.0f | %.0f | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, ($8 == "-" ? "-" : sprintf("%.0f", $8)), $9, $10 " / " $11, $12}'
+  echo "| round | httplib hello req/s | sluice FULL 202/s | ratio | sluice NORMAL 202/s | NORMAL ratio | server CPU us/req hello / FULL | FULL jobs per sync | disk flush ms |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  tail -n +2 "$RESULTS" | awk -F'\t' '{printf "| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, ($8 == "-" ? "-" : sprintf("%.0f", $8)), $9, $10 " / " $11, $12, $13}'
   med_ratio="$(median 4)"
-  echo "| median | $(fmt0 "$(median 2)") | $(fmt0 "$(median 3)") | $med_ratio | $(fmt0 "$(median 8)") | $(median 9) | $(fmt0 "$(median 10)") / $(fmt0 "$(median 11)") | $(median 12 | awk '{print ($1 == "-" ? "-" : sprintf("%.1f", $1))}') |"
+  echo "| median | $(fmt0 "$(median 2)") | $(fmt0 "$(median 3)") | $med_ratio | $(fmt0 "$(median 8)") | $(median 9) | $(fmt0 "$(median 10)") / $(fmt0 "$(median 11)") | $(median 12 | awk '{print ($1 == "-" ? "-" : sprintf("%.1f", $1))}') | $(median 13) |"
   if awk -v m="$med_ratio" -v t="$TARGET_RATIO" 'BEGIN {exit !(m >= t)}'; then
     verdict="PASS"
   else
