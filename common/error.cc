@@ -36,4 +36,11 @@ std::string_view ErrorCodeName(ErrorCode code) {
   return "internal";
 }
 
+std::optional<ErrorCode> ParseErrorCode(std::string_view name) {
+  for (ErrorCode c : kAllErrorCodes) {
+    if (ErrorCodeName(c) == name) return c;
+  }
+  return std::nullopt;
+}
+
 }  // namespace sluice

@@ -29,8 +29,18 @@ enum class ErrorCode {
   kInternal,              // a bug
 };
 
-// The stable wire name of a code, e.g. "queue_full".
+inline constexpr ErrorCode kAllErrorCodes[] = {
+    ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
+    ErrorCode::kForbidden,           ErrorCode::kNotFound,
+    ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
+    ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
+    ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
+    ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
+    ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
+
+// The stable wire name of a code, e.g. "queue_full", and back.
 std::string_view ErrorCodeName(ErrorCode code);
+std::optional<ErrorCode> ParseErrorCode(std::string_view name);
 
 struct Error {
   ErrorCode code;

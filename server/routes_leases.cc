@@ -73,58 +73,69 @@ Result<std::string> LeaseIdFor(App& app, const httplib::Request& req, const Resu
   return *lease_id.value();
 }
 
-void Complete(App& app, const httplib::Request& req, httplib::Response& res) {
+// What complete, fail and heartbeat share: a work token allowed on the job's queue,
+// a JSON body, and its lease_id.
+struct Ack {
+  json body;
+  std::string lease_id;
+};
+
+Result<Ack> ParseAck(App& app, const httplib::Request& req) {
   auto who = app.auth.Require(req, Scope::kWork);
-  if (!who.ok()) return RenderError(res, who.error());
+  if (!who.ok()) return who.error();
   auto body = ParseJsonObject(req);
-  if (!body.ok()) return RenderError(res, body.error());
+  if (!body.ok()) return body.error();
   auto lease_id = LeaseIdFor(app, req, who, body.value());
-  if (!lease_id.ok()) return RenderError(res, lease_id.error());
+  if (!lease_id.ok()) return lease_id.error();
+  return Ack{body.value(), lease_id.value()};
+}
+
+void Complete(App& app, const httplib::Request& req, httplib::Response& res) {
+  auto ack = ParseAck(app, req);
+  if (!ack.ok()) return RenderError(res, ack.error());
+  const json& body = ack.value().body;
+  const std::string& lease_id = ack.value().lease_id;
   std::optional<std::string> result;
-  if (auto it = body.value().find("result"); it != body.value().end()) result = it->dump();
-  auto job = app.store.Complete(req.matches[1], lease_id.value(), result, app.clock.Now());
+  if (auto it = body.find("result"); it != body.end()) result = it->dump();
+  auto job = app.store.Complete(req.matches[1], lease_id, result, app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
   app.dispatcher.NotifyLeaseEnded();
   RenderJson(res, 200, JobToJson(job.value()));
 }
 
 void Fail(App& app, const httplib::Request& req, httplib::Response& res) {
-  auto who = app.auth.Require(req, Scope::kWork);
-  if (!who.ok()) return RenderError(res, who.error());
-  auto body = ParseJsonObject(req);
-  if (!body.ok()) return RenderError(res, body.error());
-  auto lease_id = LeaseIdFor(app, req, who, body.value());
-  if (!lease_id.ok()) return RenderError(res, lease_id.error());
+  auto ack = ParseAck(app, req);
+  if (!ack.ok()) return RenderError(res, ack.error());
+  const json& body = ack.value().body;
+  const std::string& lease_id = ack.value().lease_id;
   FailRequest fail;
-  auto error = StringField(body.value(), "error", 4096);
+  auto error = StringField(body, "error", 4096);
   if (!error.ok()) return RenderError(res, error.error());
   fail.error = error.value().value_or("");
-  auto retryable = BoolField(body.value(), "retryable");
+  auto retryable = BoolField(body, "retryable");
   if (!retryable.ok()) return RenderError(res, retryable.error());
   fail.retryable = retryable.value().value_or(true);
-  auto retry_in = IntField(body.value(), "retry_in_ms", 0, 24LL * 3600 * 1000);
+  auto retry_in = IntField(body, "retry_in_ms", 0, 24LL * 3600 * 1000);
   if (!retry_in.ok()) return RenderError(res, retry_in.error());
   fail.retry_in_ms = retry_in.value();
-  auto job = app.store.Fail(req.matches[1], lease_id.value(), fail, app.clock.Now());
+  auto job = app.store.Fail(req.matches[1], lease_id, fail, app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
   app.dispatcher.Notify();
   RenderJson(res, 200, JobToJson(job.value()));
 }
 
 void Heartbeat(App& app, const httplib::Request& req, httplib::Response& res) {
-  auto who = app.auth.Require(req, Scope::kWork);
-  if (!who.ok()) return RenderError(res, who.error());
-  auto body = ParseJsonObject(req);
-  if (!body.ok()) return RenderError(res, body.error());
-  auto lease_id = LeaseIdFor(app, req, who, body.value());
-  if (!lease_id.ok()) return RenderError(res, lease_id.error());
-  auto extend = IntField(body.value(), "extend_ms", 100, 24LL * 3600 * 1000);
+  auto ack = ParseAck(app, req);
+  if (!ack.ok()) return RenderError(res, ack.error());
+  const json& body = ack.value().body;
+  const std::string& lease_id = ack.value().lease_id;
+  auto extend = IntField(body, "extend_ms", 100, 24LL * 3600 * 1000);
   if (!extend.ok()) return RenderError(res, extend.error());
-  auto job = app.store.Heartbeat(req.matches[1], lease_id.value(), extend.value(), app.clock.Now());
+  auto job = app.store.Heartbeat(req.matches[1], lease_id, extend.value(), app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
   RenderJson(res, 200,
              {{"id", job.value().id},
-              {"lease_id", lease_id.value()},
+              {"lease_id", lease_id},
               {"lease_expires_at", FormatRfc3339(job.value().lease_expires_at.value_or(0))}});
 }
 

@@ -8,18 +8,7 @@ Error ErrorFromResponse(int status, const std::string& body) {
   json j = json::parse(body, nullptr, false);
   std::string code = j.is_object() ? j.value("error", "") : "";
   std::string detail = j.is_object() ? j.value("detail", body) : body;
-  ErrorCode ec = ErrorCode::kInternal;
-  static const ErrorCode kAll[] = {
-      ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
-      ErrorCode::kForbidden,           ErrorCode::kNotFound,
-      ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
-      ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
-      ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
-      ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
-      ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
-  for (ErrorCode c : kAll) {
-    if (ErrorCodeName(c) == code) ec = c;
-  }
+  ErrorCode ec = ParseErrorCode(code).value_or(ErrorCode::kInternal);
   if (code.empty() && status == 503) ec = ErrorCode::kStorageUnavailable;
   Error e = MakeError(ec, "HTTP " + std::to_string(status) + ": " + detail);
   if (j.is_object() && j.contains("retry_after") && j["retry_after"].is_number_integer()) {

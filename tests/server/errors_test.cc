@@ -11,17 +11,9 @@
 namespace sluice {
 namespace {
 
-const ErrorCode kAll[] = {ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
-                          ErrorCode::kForbidden,           ErrorCode::kNotFound,
-                          ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
-                          ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
-                          ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
-                          ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
-                          ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
-
 TEST_CASE("every error code renders as problem+json with its wire name") {
   std::set<std::string> names;
-  for (ErrorCode code : kAll) {
+  for (ErrorCode code : kAllErrorCodes) {
     httplib::Response res;
     RenderError(res, MakeError(code, "details"));
     auto body = nlohmann::json::parse(res.body);
@@ -33,7 +25,12 @@ TEST_CASE("every error code renders as problem+json with its wire name") {
     CHECK(res.status >= 400);
     names.insert(std::string(ErrorCodeName(code)));
   }
-  CHECK(names.size() == std::size(kAll));  // wire names are distinct
+  CHECK(names.size() == std::size(kAllErrorCodes));  // wire names are distinct
+}
+
+TEST_CASE("wire names parse back to their codes") {
+  for (ErrorCode code : kAllErrorCodes) CHECK(ParseErrorCode(ErrorCodeName(code)) == code);
+  CHECK_FALSE(ParseErrorCode("no_such_code"));
 }
 
 TEST_CASE("status codes follow the API contract") {
