@@ -231,13 +231,20 @@ Error UnknownQueue(const std::string& name) {
   return MakeError(ErrorCode::kNotFound, "queue '" + name + "' does not exist");
 }
 
-// Why a guarded transition changed nothing: the job is unknown, or the lease is stale.
-Error LostOrMissing(Db& db, const std::string& id) {
+// Why a guarded transition changed nothing: the job is unknown (not_found), or it is
+// not in the state the transition needs (`otherwise`).
+Error MissingOr(Db& db, const std::string& id, Error otherwise) {
   Stmt s = db.Prepare(kJobExists);
   s.BindAll(id);
   if (!s.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
-  return MakeError(ErrorCode::kLeaseLost,
-                   "the lease is not held: it expired, was never granted, or the job moved on");
+  return otherwise;
+}
+
+Error LostOrMissing(Db& db, const std::string& id) {
+  return MissingOr(db, id,
+                   MakeError(ErrorCode::kLeaseLost,
+                             "the lease is not held: it expired, was "
+                             "never granted, or the job moved on"));
 }
 
 // Rule 6: queued jobs whose deadline has come are expired and never leased.
@@ -735,12 +742,9 @@ Result<JobRecord> SqliteStore::Cancel(const std::string& id, Micros now) {
   return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
     Stmt s = db.Prepare(kCancel);
     s.BindAll(now, id);
-    if (!s.Step()) {
-      Stmt e = db.Prepare(kJobExists);
-      e.BindAll(id);
-      if (!e.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
-      return MakeError(ErrorCode::kConflict, "only a queued job can be canceled");
-    }
+    if (!s.Step())
+      return MissingOr(db, id,
+                       MakeError(ErrorCode::kConflict, "only a queued job can be canceled"));
     JobRecord job = RowToJob(s);
     db.Prepare(kBucketDequeued).BindAll(job.cost, job.queue, job.tenant).Exec();
     return job;
@@ -751,12 +755,9 @@ Result<JobRecord> SqliteStore::Retry(const std::string& id, Micros now) {
   return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
     Stmt s = db.Prepare(kRetry);
     s.BindAll(now, id);
-    if (!s.Step()) {
-      Stmt e = db.Prepare(kJobExists);
-      e.BindAll(id);
-      if (!e.Step()) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
-      return MakeError(ErrorCode::kConflict, "only a failed or expired job can be retried");
-    }
+    if (!s.Step())
+      return MissingOr(
+          db, id, MakeError(ErrorCode::kConflict, "only a failed or expired job can be retried"));
     JobRecord job = RowToJob(s);
     db.Prepare(kBucketEnqueued).BindAll(job.queue, job.tenant, job.cost).Exec();
     return job;
