@@ -1,24 +1,83 @@
 #include "common/random.h"
 
 #include <openssl/rand.h>
+#include <pthread.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <stdexcept>
-#include <vector>
 
 namespace sluice {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Bumped in a forked child, so that its threads refill instead of repeating bytes
+// their parent may also hand out.
+std::atomic<uint64_t> fork_generation{0};
+
+void OnFork() { fork_generation.fetch_add(1); }
+
+struct RandomBuffer {
+  std::array<unsigned char, 512> bytes;
+  size_t used = bytes.size();
+  uint64_t generation = 0;
+
+  void Take(unsigned char* out, size_t n) {
+    static const bool registered = [] { return pthread_atfork(nullptr, nullptr, &OnFork) == 0; }();
+    (void)registered;
+    if (generation != fork_generation.load(std::memory_order_relaxed)) {
+      used = bytes.size();
+      generation = fork_generation.load(std::memory_order_relaxed);
+    }
+    while (n > 0) {
+      if (used == bytes.size()) {
+        if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+          throw std::runtime_error("RAND_bytes failed");
+        }
+        used = 0;
+      }
+      size_t k = std::min(n, bytes.size() - used);
+      std::copy_n(bytes.data() + used, k, out);
+      // Never hand the same bytes out twice.
+      std::fill_n(bytes.data() + used, k, 0);
+      used += k;
+      out += k;
+      n -= k;
+    }
+  }
+};
+
+void AppendRandomHex(std::string& out, size_t bytes) {
+  thread_local RandomBuffer buffer;
+  unsigned char chunk[64];
+  while (bytes > 0) {
+    size_t k = std::min(bytes, sizeof chunk);
+    buffer.Take(chunk, k);
+    for (size_t i = 0; i < k; ++i) {
+      out.push_back(kHex[chunk[i] >> 4]);
+      out.push_back(kHex[chunk[i] & 0xf]);
+    }
+    bytes -= k;
+  }
+}
+
+}  // namespace
 
 std::string RandomId(std::string_view prefix, size_t bytes) {
-  std::vector<unsigned char> buf(bytes);
-  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1) {
-    throw std::runtime_error("RAND_bytes failed");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out(prefix);
   out.reserve(prefix.size() + 2 * bytes);
-  for (unsigned char b : buf) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xf]);
-  }
+  AppendRandomHex(out, bytes);
+  return out;
+}
+
+std::string TimeOrderedId(std::string_view prefix, int64_t micros, size_t bytes) {
+  std::string out(prefix);
+  out.reserve(prefix.size() + 13 + 2 * bytes);
+  const uint64_t t = static_cast<uint64_t>(std::max<int64_t>(0, micros));
+  for (int shift = 48; shift >= 0; shift -= 4) out.push_back(kHex[(t >> shift) & 0xf]);
+  AppendRandomHex(out, bytes);
   return out;
 }
 

@@ -26,7 +26,8 @@ Result<std::vector<JobRecord>> Dispatcher::Lease(LeaseRequest request,
 void Dispatcher::Notify() {
   {
     std::lock_guard lock(mu_);
-    if (pump_posted_ || shut_down_) return;
+    // Nobody is waiting: nothing to lease for (a new waiter posts its own pump).
+    if (pump_posted_ || shut_down_ || waiters_.empty()) return;
     pump_posted_ = true;
   }
   boost::asio::post(io_, [this] { Pump(); });

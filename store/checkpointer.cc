@@ -20,7 +20,13 @@ Checkpointer::~Checkpointer() {
 
 int Checkpointer::WalHook(void* self, sqlite3*, const char*, int pages) {
   auto* c = static_cast<Checkpointer*>(self);
-  if (pages >= c->wal_pages_) {
+  // The WAL restarted from its beginning: the last checkpoint emptied it.
+  if (pages < c->pages_at_request_) c->pages_at_request_ = 0;
+  // Ask again only once the WAL has grown by half a threshold since the last request:
+  // while readers keep the WAL from restarting, its length stays above the threshold,
+  // and a checkpoint per commit would cost two fsyncs per commit.
+  if (pages >= c->wal_pages_ && pages - c->pages_at_request_ >= c->wal_pages_ / 2) {
+    c->pages_at_request_ = pages;
     {
       std::lock_guard lock(c->mu_);
       c->wanted_ = true;

@@ -29,6 +29,7 @@ class Checkpointer {
 
   std::string path_;
   const int wal_pages_;
+  int pages_at_request_ = 0;  // WAL length at the last request (writer thread only)
   std::mutex mu_;
   std::condition_variable cv_;
   bool wanted_ = false;    // guarded by mu_

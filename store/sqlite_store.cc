@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include "common/random.h"
 #include "shaper/backoff.h"
@@ -184,15 +185,31 @@ JobRecord RowToJob(const Stmt& s) {
   return j;
 }
 
+// Parsing a stored policy is a pure function of its text, and it happens on every
+// submit and every dispatch: remember the last few parses.
+std::optional<QueuePolicy> ParseStoredPolicy(const std::string& text) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, QueuePolicy> parsed;  // guarded by mu
+  {
+    std::lock_guard lock(mu);
+    if (auto it = parsed.find(text); it != parsed.end()) return it->second;
+  }
+  auto policy = PolicyFromJson(json::parse(text, nullptr, false));
+  if (!policy.ok()) return std::nullopt;
+  std::lock_guard lock(mu);
+  if (parsed.size() >= 1024) parsed.clear();  // bounded: old policies fall out
+  parsed.emplace(text, policy.value());
+  return policy.value();
+}
+
 Result<QueueInfo> RowToQueue(const Stmt& s) {
   QueueInfo q;
   q.name = s.Text(0);
-  json j = json::parse(s.Text(1), nullptr, false);
-  auto policy = PolicyFromJson(j);
-  if (!policy.ok()) {
+  auto policy = ParseStoredPolicy(s.Text(1));
+  if (!policy) {
     return MakeError(ErrorCode::kInternal, "stored policy of " + q.name + " is invalid");
   }
-  q.policy = policy.value();
+  q.policy = *policy;
   q.version = s.Int(2);
   q.paused = s.Int(3) != 0;
   return q;
@@ -604,7 +621,7 @@ Result<SubmitOutcome> SqliteStore::Submit(const NewJob& job, Micros now) {
     if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
 
     Stmt s = db.Prepare(kInsertJob);
-    s.BindAll(RandomId("job_", 12), job.queue, job.tenant, job.payload, job.cost,
+    s.BindAll(TimeOrderedId("job_", now, 6), job.queue, job.tenant, job.payload, job.cost,
               job.max_attempts.value_or(q->policy.max_attempts),
               job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
               std::max(now, job.not_before.value_or(now)), req.deadline,
@@ -811,7 +828,7 @@ Status SqliteStore::Probe(Micros now) {
 }
 
 Status SqliteStore::CreateToken(const TokenRecord& t) {
-  return writer_->Run<Ok>([&](Db& db) -> Status {
+  Status st = writer_->Run<Ok>([&](Db& db) -> Status {
     std::optional<std::string> queues;
     if (t.queues) queues = json(*t.queues).dump();
     db.Prepare(kInsertToken)
@@ -819,9 +836,32 @@ Status SqliteStore::CreateToken(const TokenRecord& t) {
         .Exec();
     return Ok{};
   });
+  ForgetToken(t.id);
+  return st;
+}
+
+void SqliteStore::ForgetToken(const std::string& id) {
+  std::lock_guard lock(tokens_mu_);
+  token_cache_.erase(id);
 }
 
 Result<std::optional<TokenRecord>> SqliteStore::FindToken(const std::string& id) {
+  {
+    std::lock_guard lock(tokens_mu_);
+    if (auto it = token_cache_.find(id); it != token_cache_.end()) {
+      return std::optional<TokenRecord>(it->second);
+    }
+  }
+  auto found = ReadToken(id);
+  if (found.ok() && found.value()) {
+    std::lock_guard lock(tokens_mu_);
+    if (token_cache_.size() >= kTokenCacheSize) token_cache_.clear();
+    token_cache_.emplace(id, *found.value());
+  }
+  return found;
+}
+
+Result<std::optional<TokenRecord>> SqliteStore::ReadToken(const std::string& id) {
   return Read<std::optional<TokenRecord>>([&](Db& db) -> Result<std::optional<TokenRecord>> {
     Stmt s = db.Prepare(kSelectToken);
     s.BindAll(id);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "store/checkpointer.h"
@@ -59,6 +60,8 @@ class SqliteStore final : public Store {
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;
+  // Served from memory after the first read: every token change goes through this
+  // store, and each one drops the token from the cache once it is committed.
   Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
 
   const Writer& writer() const { return *writer_; }
@@ -70,11 +73,18 @@ class SqliteStore final : public Store {
   template <typename T>
   Result<T> Read(const std::function<Result<T>(sqlite::Db&)>& fn);
 
+  Result<std::optional<TokenRecord>> ReadToken(const std::string& id);
+  void ForgetToken(const std::string& id);
+
+  static constexpr size_t kTokenCacheSize = 10000;
+
   SqliteStoreOptions options_;
   std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
   std::unique_ptr<Writer> writer_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_
+  std::mutex tokens_mu_;
+  std::unordered_map<std::string, TokenRecord> token_cache_;  // guarded by tokens_mu_
 };
 
 }  // namespace sluice
