@@ -2,10 +2,9 @@
 // clock. Owned by main.cc; handlers only borrow it. Thread-safe (its parts are).
 #pragma once
 
-#include <httplib.h>
-
 #include "server/auth.h"
 #include "server/dispatcher.h"
+#include "server/router.h"
 #include "shaper/clock.h"
 #include "store/store.h"
 
@@ -20,12 +19,12 @@ struct App {
 };
 
 // Route registration, one function per group of routes.
-void RegisterJobRoutes(httplib::Server& server, App& app);
-void RegisterLeaseRoutes(httplib::Server& server, App& app);
-void RegisterAdminRoutes(httplib::Server& server, App& app);
-void RegisterHealthRoutes(httplib::Server& server, App& app);
+void RegisterJobRoutes(Router& router, App& app);
+void RegisterLeaseRoutes(Router& router, App& app);
+void RegisterAdminRoutes(Router& router, App& app);
+void RegisterHealthRoutes(Router& router, App& app);
 
-// All of the above plus the error and exception handlers.
-void RegisterRoutes(httplib::Server& server, App& app);
+// All of the above.
+void RegisterRoutes(Router& router, App& app);
 
 }  // namespace sluice

@@ -29,7 +29,7 @@ Authenticator::Authenticator(Store& store, const std::string& admin_token) : sto
   if (!admin_token.empty()) admin_hash_ = Sha256Hex(admin_token);
 }
 
-Result<Principal> Authenticator::Authenticate(const httplib::Request& req) const {
+Result<Principal> Authenticator::Authenticate(const HttpRequest& req) const {
   const std::string header = req.get_header_value("Authorization");
   static constexpr std::string_view kBearer = "Bearer ";
   if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
@@ -51,7 +51,7 @@ Result<Principal> Authenticator::Authenticate(const httplib::Request& req) const
   return Principal{rec->id, rec->tenant, rec->scopes, rec->queues};
 }
 
-Result<Principal> Authenticator::Require(const httplib::Request& req, Scope scope) const {
+Result<Principal> Authenticator::Require(const HttpRequest& req, Scope scope) const {
   auto p = Authenticate(req);
   if (!p.ok()) return p;
   if (!p.value().Has(scope)) {

@@ -5,13 +5,12 @@
 // Thread-safe.
 #pragma once
 
-#include <httplib.h>
-
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "server/http_types.h"
 #include "store/store.h"
 
 namespace sluice {
@@ -41,9 +40,9 @@ class Authenticator {
   Authenticator(Store& store, const std::string& admin_token);
 
   // 401 when the header is missing, malformed, unknown or revoked.
-  Result<Principal> Authenticate(const httplib::Request& req) const;
+  Result<Principal> Authenticate(const HttpRequest& req) const;
   // Authenticate, then 403 unless the principal has `scope`.
-  Result<Principal> Require(const httplib::Request& req, Scope scope) const;
+  Result<Principal> Require(const HttpRequest& req, Scope scope) const;
 
  private:
   Store& store_;

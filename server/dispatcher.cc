@@ -1,6 +1,7 @@
 #include "server/dispatcher.h"
 
 #include <algorithm>
+#include <future>
 
 namespace sluice {
 
@@ -8,18 +9,29 @@ Dispatcher::Dispatcher(boost::asio::io_context& io, Store& store, const Clock& c
                        Micros lookahead)
     : io_(io), store_(store), clock_(clock), lookahead_(lookahead), timer_(io) {}
 
-Result<std::vector<JobRecord>> Dispatcher::Lease(LeaseRequest request,
-                                                 std::chrono::milliseconds wait) {
+void Dispatcher::LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done) {
   auto w = std::make_shared<Waiter>();
   w->request = std::move(request);
   w->deadline = clock_.Now() + std::max<int64_t>(0, wait.count()) * kMicrosPerMilli;
-  auto future = w->done.get_future();
+  w->done = std::move(done);
+  bool parked = false;
   {
     std::lock_guard lock(mu_);
-    if (shut_down_) return std::vector<JobRecord>{};
-    waiters_.push_back(w);
+    if (!shut_down_) {
+      waiters_.push_back(w);
+      parked = true;
+    }
   }
+  if (!parked) return w->done(std::vector<JobRecord>{});  // shut down: answered at once
   Notify();
+}
+
+Result<std::vector<JobRecord>> Dispatcher::Lease(LeaseRequest request,
+                                                 std::chrono::milliseconds wait) {
+  std::promise<Result<std::vector<JobRecord>>> promise;
+  auto future = promise.get_future();
+  LeaseAsync(std::move(request), wait,
+             [&promise](Result<std::vector<JobRecord>> r) { promise.set_value(std::move(r)); });
   return future.get();
 }
 
@@ -51,7 +63,7 @@ void Dispatcher::Shutdown() {
     }
     timer_.cancel();
     for (auto& h : handouts_) h->cancel();  // committed leases go out now
-    for (auto& w : waiters) w->done.set_value(std::vector<JobRecord>{});
+    for (auto& w : waiters) w->done(std::vector<JobRecord>{});
   });
 }
 
@@ -111,7 +123,7 @@ void Dispatcher::Pump() {
     ++f;
     Result<LeaseOutcome>& r = results[i];
     if (!r.ok()) {
-      batch[i]->done.set_value(r.error());
+      batch[i]->done(r.error());
       continue;
     }
     Micros handout_at = 0;
@@ -126,7 +138,7 @@ void Dispatcher::Pump() {
 void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord> jobs, Micros at) {
   const Micros now = clock_.Now();
   if (at <= now) {
-    w->done.set_value(std::move(jobs));
+    w->done(std::move(jobs));
     return;
   }
   auto timer = std::make_shared<boost::asio::steady_timer>(io_);
@@ -137,7 +149,7 @@ void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord
       [this, w, it, jobs = std::move(jobs)](const boost::system::error_code&) mutable {
         // On time, or early at shutdown (cancelled): the leases are committed either way.
         handouts_.erase(it);
-        w->done.set_value(std::move(jobs));
+        w->done(std::move(jobs));
       });
 }
 

@@ -13,7 +13,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <future>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,7 +31,13 @@ class Dispatcher {
   Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock,
              Micros lookahead = 10000);
 
-  // Blocks the calling thread until jobs were leased or `wait` has passed.
+  using LeaseDone = std::function<void(Result<std::vector<JobRecord>>)>;
+
+  // Parks a long-poll: `done` is called once, on the Asio thread, with the jobs leased
+  // for it or with none once `wait` has passed (after Shutdown: at once, on the calling
+  // thread). `done` must not block.
+  void LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done);
+  // LeaseAsync, blocking the calling thread until it is answered.
   Result<std::vector<JobRecord>> Lease(LeaseRequest request, std::chrono::milliseconds wait);
 
   // Something may have become releasable: re-run the waiters.
@@ -51,7 +57,7 @@ class Dispatcher {
   struct Waiter {
     LeaseRequest request;
     Micros deadline;
-    std::promise<Result<std::vector<JobRecord>>> done;
+    LeaseDone done;
   };
 
   void Pump();  // on the Asio thread

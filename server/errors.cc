@@ -68,7 +68,7 @@ int HttpStatusFor(ErrorCode code) {
   return 500;
 }
 
-void RenderError(httplib::Response& res, const Error& e) {
+void RenderError(HttpResponse& res, const Error& e) {
   int status = HttpStatusFor(e.code);
   nlohmann::json body = {{"type", "about:blank"},
                          {"title", Title(status)},
@@ -90,26 +90,10 @@ void RenderError(httplib::Response& res, const Error& e) {
   res.set_content(body.dump(), "application/problem+json");
 }
 
-void RenderStatusAsError(httplib::Response& res) {
-  if (!res.body.empty()) return;
-  switch (res.status) {
-    case 404:
-      RenderError(res, MakeError(ErrorCode::kNotFound, "no such resource"));
-      break;
-    case 413:
-      RenderError(res, MakeError(ErrorCode::kPayloadTooLarge, "the request body is too large"));
-      break;
-    case 400:
-      RenderError(res, MakeError(ErrorCode::kBadRequest, "malformed request"));
-      break;
-    default:
-      if (res.status >= 400) {
-        int status = res.status;
-        RenderError(res, MakeError(status >= 500 ? ErrorCode::kInternal : ErrorCode::kBadRequest,
-                                   Title(status)));
-        res.status = status;
-      }
-  }
+HttpResponse ErrorResponse(const Error& e) {
+  HttpResponse res;
+  RenderError(res, e);
+  return res;
 }
 
 }  // namespace sluice

@@ -3,18 +3,15 @@
 // Stateless; thread-safe.
 #pragma once
 
-#include <httplib.h>
-
 #include "common/error.h"
+#include "server/http_types.h"
 
 namespace sluice {
 
 int HttpStatusFor(ErrorCode code);
 
 // Writes `e` into `res` as application/problem+json.
-void RenderError(httplib::Response& res, const Error& e);
-
-// For responses httplib produced itself (unknown route, body too large) with no body.
-void RenderStatusAsError(httplib::Response& res);
+void RenderError(HttpResponse& res, const Error& e);
+HttpResponse ErrorResponse(const Error& e);
 
 }  // namespace sluice

@@ -6,7 +6,7 @@ namespace sluice {
 
 using nlohmann::json;
 
-Result<json> ParseJsonObject(const httplib::Request& req) {
+Result<json> ParseJsonObject(const HttpRequest& req) {
   if (req.body.empty()) return json::object();
   json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return MakeError(ErrorCode::kBadRequest, "the body is not valid JSON");
@@ -14,7 +14,7 @@ Result<json> ParseJsonObject(const httplib::Request& req) {
   return j;
 }
 
-void RenderJson(httplib::Response& res, int status, const json& body) {
+void RenderJson(HttpResponse& res, int status, const json& body) {
   res.status = status;
   res.set_content(body.dump(), "application/json");
 }

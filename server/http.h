@@ -2,21 +2,20 @@
 // jobs and queues. Stateless; thread-safe.
 #pragma once
 
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "common/error.h"
+#include "server/http_types.h"
 #include "store/store.h"
 
 namespace sluice {
 
 // Parses the request body as a JSON object ("{}" when the body is empty).
-Result<nlohmann::json> ParseJsonObject(const httplib::Request& req);
+Result<nlohmann::json> ParseJsonObject(const HttpRequest& req);
 
-void RenderJson(httplib::Response& res, int status, const nlohmann::json& body);
+void RenderJson(HttpResponse& res, int status, const nlohmann::json& body);
 
 // Typed field readers: missing → nullopt; wrong type → 400 naming the field.
 Result<std::optional<int64_t>> IntField(const nlohmann::json& j, const char* name, int64_t min,

@@ -1,6 +1,5 @@
 // sluiced: the sluice server. Wires the store, the dispatcher and the HTTP routes,
 // and drains gracefully on SIGINT/SIGTERM.
-#include <httplib.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -14,6 +13,8 @@
 #include "server/asio.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
+#include "server/errors.h"
+#include "server/http_server.h"
 #include "server/maintenance.h"
 #include "store/sqlite_store.h"
 
@@ -25,7 +26,8 @@ struct Flags {
   std::string config;
   std::string port_file;
   std::string synchronous = "FULL";
-  int http_threads = 64;
+  int io_threads = 2;
+  int http_threads = 16;
   int64_t max_body_bytes = 1 << 20;
   int64_t max_wait_ms = 30000;
   int64_t lookahead_us = 10000;
@@ -57,9 +59,12 @@ int main(int argc, char** argv) {
   cli.add_option("--port-file", flags.port_file, "write the bound port here once listening");
   cli.add_option("--synchronous", flags.synchronous, "SQLite synchronous level: FULL or NORMAL")
       ->check(CLI::IsMember({"FULL", "NORMAL"}));
+  cli.add_option("--io-threads", flags.io_threads,
+                 "threads serving connections, intake, leases and acks")
+      ->check(CLI::Range(1, 64));
   cli.add_option("--http-threads", flags.http_threads,
-                 "HTTP worker threads; each waiting long-poll holds one")
-      ->check(CLI::Range(4, 4096));
+                 "threads for blocking requests (admin, reads); long-polls hold none")
+      ->check(CLI::Range(1, 1024));
   cli.add_option("--max-body-bytes", flags.max_body_bytes, "largest request body accepted");
   cli.add_option("--max-wait-ms", flags.max_wait_ms, "longest long-poll a worker may ask for");
   cli.add_option("--release-lookahead-us", flags.lookahead_us,
@@ -78,9 +83,15 @@ int main(int argc, char** argv) {
   const std::string host = flags.listen.substr(0, colon);
   const int port = std::atoi(flags.listen.c_str() + colon + 1);
 
+  // Connections, intake, leases and acks run here; declared before the store, whose
+  // group commits deliver their completions to it, so that it outlives the store.
+  boost::asio::io_context http_io(flags.io_threads);
   sluice::SqliteStoreOptions store_options;
   store_options.path = flags.db;
   store_options.synchronous = flags.synchronous;
+  store_options.completions = [&http_io](std::function<void()> fn) {
+    boost::asio::post(http_io, std::move(fn));
+  };
   auto opened = sluice::SqliteStore::Open(store_options);
   if (!opened.ok()) {
     spdlog::error("{}", opened.error().detail);
@@ -126,22 +137,18 @@ int main(int argc, char** argv) {
   maintenance.Every(milliseconds(250), [&](sluice::Micros now) { return expirer.RunOnce(now); });
   maintenance.Every(milliseconds(60000), [&](sluice::Micros now) { return cleaner.RunOnce(now); });
 
-  httplib::Server server;
-  server.new_task_queue = [n = flags.http_threads] { return new httplib::ThreadPool(n); };
-  server.set_tcp_nodelay(true);  // NOTES.md pitfall 1
-  server.set_keep_alive_max_count(100000);
-  // An idle keep-alive connection delays shutdown by up to this long (httplib checks
-  // for stop only between requests), so keep it short; busy clients never idle this long.
-  server.set_keep_alive_timeout(5);
-  server.set_read_timeout(60, 0);
-  server.set_write_timeout(60, 0);
-  server.set_payload_max_length(static_cast<size_t>(flags.max_body_bytes));
-  sluice::RegisterRoutes(server, app);
-
-  int bound =
-      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    spdlog::error("cannot listen on {}", flags.listen);
+  sluice::Router router;
+  sluice::RegisterRoutes(router, app);
+  sluice::HttpServerOptions http_options;
+  http_options.io_threads = flags.io_threads;
+  http_options.handler_threads = flags.http_threads;
+  http_options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
+  sluice::HttpServer server(
+      http_io, http_options, std::move(router),
+      [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); });
+  auto bound = server.Listen(host, port);
+  if (!bound.ok()) {
+    spdlog::error("{}", bound.error().detail);
     return 1;
   }
 
@@ -149,19 +156,19 @@ int main(int argc, char** argv) {
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("signal {}: draining", signo);
-    dispatcher.Shutdown();  // answers waiting long-polls so their threads can finish
-    server.stop();
+    dispatcher.Shutdown();  // answers waiting long-polls
+    server.Stop();
   });
   std::thread io_thread([&] { io.run(); });
 
-  spdlog::info("sluiced listening on {}:{} (db {}, synchronous={})", host, bound, flags.db,
+  spdlog::info("sluiced listening on {}:{} (db {}, synchronous={})", host, bound.value(), flags.db,
                flags.synchronous);
   if (!flags.port_file.empty()) {
     std::string tmp = flags.port_file + ".tmp";
-    std::ofstream(tmp) << bound << "\n";
+    std::ofstream(tmp) << bound.value() << "\n";
     std::rename(tmp.c_str(), flags.port_file.c_str());
   }
-  server.listen_after_bind();
+  server.Run();
 
   work.reset();
   io.stop();

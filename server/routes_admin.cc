@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-void PutQueue(App& app, const httplib::Request& req, httplib::Response& res) {
+void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   const std::string name = req.matches[1];
@@ -29,7 +29,7 @@ void PutQueue(App& app, const httplib::Request& req, httplib::Response& res) {
   RenderJson(res, 200, QueueToJson(q.value()));
 }
 
-void GetQueue(App& app, const httplib::Request& req, httplib::Response& res) {
+void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto q = app.store.GetQueue(req.matches[1]);
@@ -37,7 +37,7 @@ void GetQueue(App& app, const httplib::Request& req, httplib::Response& res) {
   RenderJson(res, 200, QueueToJson(q.value()));
 }
 
-void ListQueues(App& app, const httplib::Request& req, httplib::Response& res) {
+void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto qs = app.store.ListQueues();
@@ -47,7 +47,7 @@ void ListQueues(App& app, const httplib::Request& req, httplib::Response& res) {
   RenderJson(res, 200, {{"queues", out}, {"waiting_leases", app.dispatcher.waiting()}});
 }
 
-void ListTenants(App& app, const httplib::Request& req, httplib::Response& res) {
+void ListTenants(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto buckets = app.store.ListBuckets(req.matches[1]);
@@ -72,7 +72,7 @@ void ListTenants(App& app, const httplib::Request& req, httplib::Response& res) 
   RenderJson(res, 200, {{"queue", std::string(req.matches[1])}, {"tenants", out}});
 }
 
-void SetPaused(App& app, const httplib::Request& req, httplib::Response& res, bool paused) {
+void SetPaused(App& app, const HttpRequest& req, HttpResponse& res, bool paused) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto st = app.store.SetPaused(req.matches[1], paused, app.clock.Now());
@@ -83,7 +83,7 @@ void SetPaused(App& app, const httplib::Request& req, httplib::Response& res, bo
   RenderJson(res, 200, QueueToJson(q.value()));
 }
 
-void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) {
+void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto body = ParseJsonObject(req);
@@ -146,7 +146,7 @@ void CreateToken(App& app, const httplib::Request& req, httplib::Response& res) 
   RenderJson(res, 201, out);
 }
 
-void RetryJob(App& app, const httplib::Request& req, httplib::Response& res) {
+void RetryJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   auto job = app.store.Retry(req.matches[1], app.clock.Now());
@@ -157,28 +157,28 @@ void RetryJob(App& app, const httplib::Request& req, httplib::Response& res) {
 
 }  // namespace
 
-void RegisterAdminRoutes(httplib::Server& server, App& app) {
-  using Req = const httplib::Request&;
-  using Res = httplib::Response&;
-  server.Get("/v1/admin/queues", [&app](Req req, Res res) { ListQueues(app, req, res); });
-  server.Put(R"(/v1/admin/queues/([^/:]+))", [&app](Req req, Res res) { PutQueue(app, req, res); });
-  server.Get(R"(/v1/admin/queues/([^/:]+))", [&app](Req req, Res res) { GetQueue(app, req, res); });
-  server.Get(R"(/v1/admin/queues/([^/:]+)/tenants)",
+void RegisterAdminRoutes(Router& router, App& app) {
+  using Req = const HttpRequest&;
+  using Res = HttpResponse&;
+  router.Add("GET", "/v1/admin/queues", [&app](Req req, Res res) { ListQueues(app, req, res); });
+  router.Add("PUT", "/v1/admin/queues/{}", [&app](Req req, Res res) { PutQueue(app, req, res); });
+  router.Add("GET", "/v1/admin/queues/{}", [&app](Req req, Res res) { GetQueue(app, req, res); });
+  router.Add("GET", "/v1/admin/queues/{}/tenants",
              [&app](Req req, Res res) { ListTenants(app, req, res); });
-  server.Post(R"(/v1/admin/queues/([^/:]+)/pause)",
-              [&app](Req req, Res res) { SetPaused(app, req, res, true); });
-  server.Post(R"(/v1/admin/queues/([^/:]+)/resume)",
-              [&app](Req req, Res res) { SetPaused(app, req, res, false); });
-  server.Post("/v1/admin/tokens", [&app](Req req, Res res) { CreateToken(app, req, res); });
-  server.Post(R"(/v1/admin/jobs/([^/]+)/retry)",
-              [&app](Req req, Res res) { RetryJob(app, req, res); });
+  router.Add("POST", "/v1/admin/queues/{}/pause",
+             [&app](Req req, Res res) { SetPaused(app, req, res, true); });
+  router.Add("POST", "/v1/admin/queues/{}/resume",
+             [&app](Req req, Res res) { SetPaused(app, req, res, false); });
+  router.Add("POST", "/v1/admin/tokens", [&app](Req req, Res res) { CreateToken(app, req, res); });
+  router.Add("POST", "/v1/admin/jobs/{}/retry",
+             [&app](Req req, Res res) { RetryJob(app, req, res); });
 }
 
-void RegisterHealthRoutes(httplib::Server& server, App& app) {
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+void RegisterHealthRoutes(Router& router, App& app) {
+  router.Add("GET", "/healthz", [](const HttpRequest&, HttpResponse& res) {
     RenderJson(res, 200, {{"status", "ok"}});
   });
-  server.Get("/readyz", [&app](const httplib::Request&, httplib::Response& res) {
+  router.Add("GET", "/readyz", [&app](const HttpRequest&, HttpResponse& res) {
     // Ready means a write can be made durable now (fail closed: 503 otherwise).
     auto probe = app.store.Probe(app.clock.Now());
     if (!probe.ok()) return RenderError(res, probe.error());
@@ -186,17 +186,11 @@ void RegisterHealthRoutes(httplib::Server& server, App& app) {
   });
 }
 
-void RegisterRoutes(httplib::Server& server, App& app) {
-  RegisterHealthRoutes(server, app);
-  RegisterJobRoutes(server, app);
-  RegisterLeaseRoutes(server, app);
-  RegisterAdminRoutes(server, app);
-  server.set_error_handler(
-      [](const httplib::Request&, httplib::Response& res) { RenderStatusAsError(res); });
-  server.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        RenderError(res, MakeError(ErrorCode::kInternal, "internal error"));
-      });
+void RegisterRoutes(Router& router, App& app) {
+  RegisterHealthRoutes(router, app);
+  RegisterJobRoutes(router, app);
+  RegisterLeaseRoutes(router, app);
+  RegisterAdminRoutes(router, app);
 }
 
 }  // namespace sluice

@@ -55,39 +55,41 @@ Result<NewJob> ParseNewJob(const json& body, Micros now) {
 }
 
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-11).
-void SetRateLimitHeaders(httplib::Response& res, const std::string& queue,
-                         const BucketPolicy& policy, const AdmissionDecision& d) {
+void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const BucketPolicy& policy,
+                         const AdmissionDecision& d) {
   res.set_header("RateLimit-Policy", "\"" + queue + "\";q=" + std::to_string(policy.capacity) +
                                          ";w=" + std::to_string(DrainWindowSeconds(policy)));
   res.set_header("RateLimit", "\"" + queue + "\";r=" + std::to_string(d.remaining) +
                                   ";t=" + std::to_string(d.reset_s));
 }
 
-void Submit(App& app, const httplib::Request& req, httplib::Response& res) {
+// Authorizes and reads a submit request into the job to admit.
+Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
   auto who = app.auth.Require(req, Scope::kSubmit);
-  if (!who.ok()) return RenderError(res, who.error());
+  if (!who.ok()) return who.error();
   if (!who.value().tenant) {
-    return RenderError(res, MakeError(ErrorCode::kForbidden, "this token is bound to no tenant"));
+    return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
   }
-  const std::string queue = req.matches[1];
   auto body = ParseJsonObject(req);
-  if (!body.ok()) return RenderError(res, body.error());
-  const Micros now = app.clock.Now();
+  if (!body.ok()) return body.error();
   auto job = ParseNewJob(body.value(), now);
-  if (!job.ok()) return RenderError(res, job.error());
-  job.value().queue = queue;
+  if (!job.ok()) return job.error();
+  job.value().queue = req.matches[1];
   job.value().tenant = *who.value().tenant;
   if (req.has_header("Idempotency-Key")) {
     std::string key = req.get_header_value("Idempotency-Key");
     if (key.empty() || key.size() > 255) {
-      return RenderError(
-          res, MakeError(ErrorCode::kBadRequest, "Idempotency-Key must be 1 to 255 characters"));
+      return MakeError(ErrorCode::kBadRequest, "Idempotency-Key must be 1 to 255 characters");
     }
     job.value().idempotency_key = key;
     job.value().body_hash = Sha256Hex(req.body);
   }
+  return job;
+}
 
-  auto out = app.store.Submit(job.value(), now);
+// The answer to a submit, once the store has decided (and committed).
+void RenderSubmit(App& app, const std::string& queue, int64_t cost,
+                  const Result<SubmitOutcome>& out, HttpResponse& res) {
   if (!out.ok()) return RenderError(res, out.error());
   const SubmitOutcome& o = out.value();
   SetRateLimitHeaders(res, queue, o.policy, o.decision);
@@ -118,13 +120,28 @@ void Submit(App& app, const httplib::Request& req, httplib::Response& res) {
     }
     case AdmissionOutcome::kCostOverCapacity:
       return RenderError(
-          res, MakeError(ErrorCode::kCostExceedsCapacity,
-                         "cost " + std::to_string(job.value().cost) +
-                             " exceeds the bucket capacity " + std::to_string(o.policy.capacity)));
+          res, MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
+                                                              " exceeds the bucket capacity " +
+                                                              std::to_string(o.policy.capacity)));
   }
 }
 
-void GetJob(App& app, const httplib::Request& req, httplib::Response& res) {
+void Submit(App& app, const HttpRequest& req, Reply reply) {
+  const Micros now = app.clock.Now();
+  auto job = ReadSubmit(app, req, now);
+  if (!job.ok()) return reply.Send(ErrorResponse(job.error()));
+  const std::string queue = job.value().queue;
+  const int64_t cost = job.value().cost;
+  app.store.SubmitAsync(std::move(job.value()), now,
+                        [&app, reply, queue, cost](Result<SubmitOutcome> out) {
+                          // On the store's writer thread: render elsewhere.
+                          reply.Later([&app, queue, cost, out = std::move(out)](HttpResponse& res) {
+                            RenderSubmit(app, queue, cost, out, res);
+                          });
+                        });
+}
+
+void GetJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Authenticate(req);
   if (!who.ok()) return RenderError(res, who.error());
   const Principal& p = who.value();
@@ -163,7 +180,7 @@ Result<JobRecord> VisibleJob(App& app, const Principal& p, const std::string& id
   return job;
 }
 
-Result<Principal> ReaderOfJobs(App& app, const httplib::Request& req) {
+Result<Principal> ReaderOfJobs(App& app, const HttpRequest& req) {
   auto who = app.auth.Authenticate(req);
   if (!who.ok()) return who;
   if (!who.value().Has(Scope::kAdmin) && !who.value().Has(Scope::kSubmit)) {
@@ -172,7 +189,7 @@ Result<Principal> ReaderOfJobs(App& app, const httplib::Request& req) {
   return who;
 }
 
-void CancelJob(App& app, const httplib::Request& req, httplib::Response& res) {
+void CancelJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = ReaderOfJobs(app, req);
   if (!who.ok()) return RenderError(res, who.error());
   auto job = VisibleJob(app, who.value(), req.matches[1]);
@@ -201,7 +218,7 @@ std::optional<int64_t> DecodeCursor(const std::string& c) {
   return v;
 }
 
-void ListJobs(App& app, const httplib::Request& req, httplib::Response& res) {
+void ListJobs(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = ReaderOfJobs(app, req);
   if (!who.ok()) return RenderError(res, who.error());
   JobFilter f;
@@ -240,19 +257,15 @@ void ListJobs(App& app, const httplib::Request& req, httplib::Response& res) {
 
 }  // namespace
 
-void RegisterJobRoutes(httplib::Server& server, App& app) {
-  server.Post(
-      R"(/v1/queues/([^/:]+)/jobs)",
-      [&app](const httplib::Request& req, httplib::Response& res) { Submit(app, req, res); });
-  server.Get(R"(/v1/jobs/([^/]+))", [&app](const httplib::Request& req, httplib::Response& res) {
-    GetJob(app, req, res);
-  });
-  server.Delete(R"(/v1/jobs/([^/]+))", [&app](const httplib::Request& req, httplib::Response& res) {
-    CancelJob(app, req, res);
-  });
-  server.Get("/v1/jobs", [&app](const httplib::Request& req, httplib::Response& res) {
-    ListJobs(app, req, res);
-  });
+void RegisterJobRoutes(Router& router, App& app) {
+  router.AddAsync("POST", "/v1/queues/{}/jobs",
+                  [&app](const HttpRequest& req, Reply reply) { Submit(app, req, reply); });
+  router.Add("GET", "/v1/jobs/{}",
+             [&app](const HttpRequest& req, HttpResponse& res) { GetJob(app, req, res); });
+  router.Add("DELETE", "/v1/jobs/{}",
+             [&app](const HttpRequest& req, HttpResponse& res) { CancelJob(app, req, res); });
+  router.Add("GET", "/v1/jobs",
+             [&app](const HttpRequest& req, HttpResponse& res) { ListJobs(app, req, res); });
 }
 
 }  // namespace sluice

@@ -485,7 +485,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions option
     auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms);
     db->Exec(kSchemaSql);
     store->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
-    store->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch);
+    store->writer_ =
+        std::make_unique<Writer>(std::move(db), options.max_batch, options.completions);
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
     err.detail = std::string("cannot open database: ") + e.what();
@@ -582,60 +583,62 @@ Status SqliteStore::SetPaused(const std::string& queue, bool paused, Micros now)
   });
 }
 
-Result<SubmitOutcome> SqliteStore::Submit(const NewJob& job, Micros now) {
-  return writer_->Run<SubmitOutcome>([&](Db& db) -> Result<SubmitOutcome> {
-    auto q = LoadQueue(db, job.queue);
-    if (!q) return UnknownQueue(job.queue);
-    SubmitOutcome out;
-    out.policy = q->policy.ForTenant(job.tenant);
-    if (job.idempotency_key) {
-      Stmt seen = db.Prepare(kSelectIdempotency);
-      seen.BindAll(job.tenant, *job.idempotency_key);
-      if (seen.Step()) {
-        if (seen.Text(0) != job.body_hash) {
-          return MakeError(ErrorCode::kIdempotencyKeyReused,
-                           "this Idempotency-Key was used with a different request body");
+void SqliteStore::SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) {
+  writer_->RunAsync<SubmitOutcome>(
+      [this, job = std::move(job), now](Db& db) -> Result<SubmitOutcome> {
+        auto q = LoadQueue(db, job.queue);
+        if (!q) return UnknownQueue(job.queue);
+        SubmitOutcome out;
+        out.policy = q->policy.ForTenant(job.tenant);
+        if (job.idempotency_key) {
+          Stmt seen = db.Prepare(kSelectIdempotency);
+          seen.BindAll(job.tenant, *job.idempotency_key);
+          if (seen.Step()) {
+            if (seen.Text(0) != job.body_hash) {
+              return MakeError(ErrorCode::kIdempotencyKeyReused,
+                               "this Idempotency-Key was used with a different request body");
+            }
+            const std::string original = seen.Text(1);
+            Stmt j = db.Prepare(kSelectJob);
+            j.BindAll(original);
+            if (!j.Step()) return MakeError(ErrorCode::kInternal, "idempotent job vanished");
+            out.job = RowToJob(j);
+            out.replayed = true;
+            out.decision.outcome = AdmissionOutcome::kAdmitted;
+            out.decision.estimated_start = out.job->estimated_start;
+            BucketState b = LoadBucket(db, job.queue, job.tenant);
+            out.decision.remaining = std::max<int64_t>(0, out.policy.capacity - b.queued_cost);
+            return out;
+          }
         }
-        const std::string original = seen.Text(1);
-        Stmt j = db.Prepare(kSelectJob);
-        j.BindAll(original);
-        if (!j.Step()) return MakeError(ErrorCode::kInternal, "idempotent job vanished");
-        out.job = RowToJob(j);
-        out.replayed = true;
-        out.decision.outcome = AdmissionOutcome::kAdmitted;
-        out.decision.estimated_start = out.job->estimated_start;
-        BucketState b = LoadBucket(db, job.queue, job.tenant);
-        out.decision.remaining = std::max<int64_t>(0, out.policy.capacity - b.queued_cost);
-        return out;
-      }
-    }
-    BucketState bucket = LoadBucket(db, job.queue, job.tenant);
-    AdmissionRequest req;
-    req.cost = job.cost;
-    req.not_before = job.not_before;
-    req.deadline = job.deadline;
-    if (!req.deadline && q->policy.default_deadline_ms > 0) {
-      req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
-    }
-    out.decision = Admit(out.policy, bucket, req, now);
-    if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
+        BucketState bucket = LoadBucket(db, job.queue, job.tenant);
+        AdmissionRequest req;
+        req.cost = job.cost;
+        req.not_before = job.not_before;
+        req.deadline = job.deadline;
+        if (!req.deadline && q->policy.default_deadline_ms > 0) {
+          req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
+        }
+        out.decision = Admit(out.policy, bucket, req, now);
+        if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
 
-    Stmt s = db.Prepare(kInsertJob);
-    s.BindAll(TimeOrderedId("job_", now, 6), job.queue, job.tenant, job.payload, job.cost,
-              job.max_attempts.value_or(q->policy.max_attempts),
-              job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
-              std::max(now, job.not_before.value_or(now)), req.deadline,
-              out.decision.estimated_start);
-    s.Step();
-    out.job = RowToJob(s);
-    db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
-    if (job.idempotency_key) {
-      db.Prepare(kInsertIdempotency)
-          .BindAll(job.tenant, *job.idempotency_key, job.body_hash, out.job->id, now)
-          .Exec();
-    }
-    return out;
-  });
+        Stmt s = db.Prepare(kInsertJob);
+        s.BindAll(TimeOrderedId("job_", now, 6), job.queue, job.tenant, job.payload, job.cost,
+                  job.max_attempts.value_or(q->policy.max_attempts),
+                  job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
+                  std::max(now, job.not_before.value_or(now)), req.deadline,
+                  out.decision.estimated_start);
+        s.Step();
+        out.job = RowToJob(s);
+        db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
+        if (job.idempotency_key) {
+          db.Prepare(kInsertIdempotency)
+              .BindAll(job.tenant, *job.idempotency_key, job.body_hash, out.job->id, now)
+              .Exec();
+        }
+        return out;
+      },
+      std::move(done));
 }
 
 Result<JobRecord> SqliteStore::GetJob(const std::string& id) {
@@ -693,66 +696,78 @@ std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<Lease
   return results;
 }
 
-Result<JobRecord> SqliteStore::Complete(const std::string& id, const std::string& lease_id,
-                                        const std::optional<std::string>& result, Micros now) {
-  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
-    Stmt s = db.Prepare(kCompleteJob);
-    s.BindAll(result, now, id, lease_id);
-    if (!s.Step()) return LostOrMissing(db, id);
-    JobRecord job = RowToJob(s);
-    db.Prepare(kBucketLeaseEnded).BindAll(job.queue, job.tenant).Exec();
-    return job;
-  });
+void SqliteStore::CompleteAsync(std::string id, std::string lease_id,
+                                std::optional<std::string> result, Micros now,
+                                Done<JobRecord> done) {
+  writer_->RunAsync<JobRecord>(
+      [id = std::move(id), lease_id = std::move(lease_id), result = std::move(result),
+       now](Db& db) -> Result<JobRecord> {
+        Stmt s = db.Prepare(kCompleteJob);
+        s.BindAll(result, now, id, lease_id);
+        if (!s.Step()) return LostOrMissing(db, id);
+        JobRecord job = RowToJob(s);
+        db.Prepare(kBucketLeaseEnded).BindAll(job.queue, job.tenant).Exec();
+        return job;
+      },
+      std::move(done));
 }
 
-Result<JobRecord> SqliteStore::Fail(const std::string& id, const std::string& lease_id,
-                                    const FailRequest& fail, Micros now) {
-  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
-    Stmt live = db.Prepare(kSelectLiveLease);
-    live.BindAll(id, lease_id, now);
-    if (!live.Step()) return LostOrMissing(db, id);
-    int64_t seq = live.Int(0);
-    std::string queue = live.Text(1), tenant = live.Text(2);
-    int64_t cost = live.Int(3), attempt = live.Int(4), max_attempts = live.Int(5);
-    std::optional<int64_t> deadline = live.OptInt(6);
+void SqliteStore::FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros now,
+                            Done<JobRecord> done) {
+  writer_->RunAsync<JobRecord>(
+      [this, id = std::move(id), lease_id = std::move(lease_id), fail = std::move(fail),
+       now](Db& db) -> Result<JobRecord> {
+        Stmt live = db.Prepare(kSelectLiveLease);
+        live.BindAll(id, lease_id, now);
+        if (!live.Step()) return LostOrMissing(db, id);
+        int64_t seq = live.Int(0);
+        std::string queue = live.Text(1), tenant = live.Text(2);
+        int64_t cost = live.Int(3), attempt = live.Int(4), max_attempts = live.Int(5);
+        std::optional<int64_t> deadline = live.OptInt(6);
 
-    bool retry = fail.retryable && attempt < max_attempts && (!deadline || *deadline > now);
-    std::optional<int64_t> available_at;
-    if (retry) {
-      int64_t delay_ms = 0;
-      if (fail.retry_in_ms) {
-        delay_ms = *fail.retry_in_ms;
-      } else if (auto q = LoadQueue(db, queue)) {
-        delay_ms = FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
-                                       attempt, options_.unit_random());
-      }
-      available_at = now + delay_ms * kMicrosPerMilli;
-    }
-    Stmt s = db.Prepare(kEndAttempt);
-    s.Bind(1, retry ? "queued" : "failed");
-    s.Bind(2, available_at);
-    s.Bind(3, now);
-    s.Bind(4, fail.error);
-    s.Bind(5, seq);
-    if (!s.Step()) return LostOrMissing(db, id);
-    JobRecord job = RowToJob(s);
-    if (retry) {
-      db.Prepare(kBucketRequeued).BindAll(cost, queue, tenant).Exec();
-    } else {
-      db.Prepare(kBucketLeaseEnded).BindAll(queue, tenant).Exec();
-    }
-    return job;
-  });
+        bool retry = fail.retryable && attempt < max_attempts && (!deadline || *deadline > now);
+        std::optional<int64_t> available_at;
+        if (retry) {
+          int64_t delay_ms = 0;
+          if (fail.retry_in_ms) {
+            delay_ms = *fail.retry_in_ms;
+          } else if (auto q = LoadQueue(db, queue)) {
+            delay_ms =
+                FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
+                                    attempt, options_.unit_random());
+          }
+          available_at = now + delay_ms * kMicrosPerMilli;
+        }
+        Stmt s = db.Prepare(kEndAttempt);
+        s.Bind(1, retry ? "queued" : "failed");
+        s.Bind(2, available_at);
+        s.Bind(3, now);
+        s.Bind(4, fail.error);
+        s.Bind(5, seq);
+        if (!s.Step()) return LostOrMissing(db, id);
+        JobRecord job = RowToJob(s);
+        if (retry) {
+          db.Prepare(kBucketRequeued).BindAll(cost, queue, tenant).Exec();
+        } else {
+          db.Prepare(kBucketLeaseEnded).BindAll(queue, tenant).Exec();
+        }
+        return job;
+      },
+      std::move(done));
 }
 
-Result<JobRecord> SqliteStore::Heartbeat(const std::string& id, const std::string& lease_id,
-                                         std::optional<int64_t> extend_ms, Micros now) {
-  return writer_->Run<JobRecord>([&](Db& db) -> Result<JobRecord> {
-    Stmt s = db.Prepare(kHeartbeat);
-    s.BindAll(now, extend_ms, id, lease_id);
-    if (!s.Step()) return LostOrMissing(db, id);
-    return RowToJob(s);
-  });
+void SqliteStore::HeartbeatAsync(std::string id, std::string lease_id,
+                                 std::optional<int64_t> extend_ms, Micros now,
+                                 Done<JobRecord> done) {
+  writer_->RunAsync<JobRecord>(
+      [id = std::move(id), lease_id = std::move(lease_id), extend_ms,
+       now](Db& db) -> Result<JobRecord> {
+        Stmt s = db.Prepare(kHeartbeat);
+        s.BindAll(now, extend_ms, id, lease_id);
+        if (!s.Step()) return LostOrMissing(db, id);
+        return RowToJob(s);
+      },
+      std::move(done));
 }
 
 Result<JobRecord> SqliteStore::Cancel(const std::string& id, Micros now) {

@@ -23,6 +23,9 @@ struct SqliteStoreOptions {
   int busy_timeout_ms = 5000;           // how long a statement waits on a lock
   size_t max_batch = 512;               // operations per group commit
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
+  // Where the completions of asynchronous writes run, once per group commit (see
+  // Writer); default: on the writer thread. Must outlive the store.
+  Writer::Executor completions;
 };
 
 class SqliteStore final : public Store {
@@ -37,20 +40,19 @@ class SqliteStore final : public Store {
   Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) override;
   Status SetPaused(const std::string& queue, bool paused, Micros now) override;
 
-  Result<SubmitOutcome> Submit(const NewJob& job, Micros now) override;
+  void SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) override;
   Result<JobRecord> GetJob(const std::string& id) override;
   Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) override;
 
   using Store::LeaseMany;
   std::vector<Result<LeaseOutcome>> LeaseMany(const std::vector<LeaseRequest>& requests, Micros now,
                                               Micros horizon) override;
-  Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
-                             const std::optional<std::string>& result, Micros now) override;
-  Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
-                         const FailRequest& fail, Micros now) override;
-
-  Result<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
-                              std::optional<int64_t> extend_ms, Micros now) override;
+  void CompleteAsync(std::string id, std::string lease_id, std::optional<std::string> result,
+                     Micros now, Done<JobRecord> done) override;
+  void FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros now,
+                 Done<JobRecord> done) override;
+  void HeartbeatAsync(std::string id, std::string lease_id, std::optional<int64_t> extend_ms,
+                      Micros now, Done<JobRecord> done) override;
   Result<JobRecord> Cancel(const std::string& id, Micros now) override;
   Result<JobRecord> Retry(const std::string& id, Micros now) override;
   Result<JobPage> ListJobs(const JobFilter& filter) override;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -165,8 +167,17 @@ class Store {
   virtual Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) = 0;
   virtual Status SetPaused(const std::string& queue, bool paused, Micros now) = 0;
 
+  // The hot writes come in two forms. The asynchronous one calls `done` once the change
+  // is durable (or has failed), on a store thread: `done` must be quick and never
+  // block. The synchronous one waits for it.
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+
   // Jobs. Submit returns only after the admitted job is durable.
-  virtual Result<SubmitOutcome> Submit(const NewJob& job, Micros now) = 0;
+  virtual void SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) = 0;
+  Result<SubmitOutcome> Submit(const NewJob& job, Micros now) {
+    return Await<SubmitOutcome>([&](auto done) { SubmitAsync(job, now, std::move(done)); });
+  }
   virtual Result<JobRecord> GetJob(const std::string& id) = 0;
   // For a job in state queued: why it waits and when it would start (live).
   virtual Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) = 0;
@@ -181,13 +192,30 @@ class Store {
     return LeaseMany(requests, now, now);
   }
   // Guarded by lease_id: a stale or unknown lease is lease_lost (409).
-  virtual Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
-                                     const std::optional<std::string>& result, Micros now) = 0;
-  virtual Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
-                                 const FailRequest& fail, Micros now) = 0;
+  virtual void CompleteAsync(std::string id, std::string lease_id,
+                             std::optional<std::string> result, Micros now,
+                             Done<JobRecord> done) = 0;
+  virtual void FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros now,
+                         Done<JobRecord> done) = 0;
   // Extends a live lease to now + extend_ms (default: the job's lease_ms).
-  virtual Result<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
-                                      std::optional<int64_t> extend_ms, Micros now) = 0;
+  virtual void HeartbeatAsync(std::string id, std::string lease_id,
+                              std::optional<int64_t> extend_ms, Micros now,
+                              Done<JobRecord> done) = 0;
+  Result<JobRecord> Complete(const std::string& id, const std::string& lease_id,
+                             const std::optional<std::string>& result, Micros now) {
+    return Await<JobRecord>(
+        [&](auto done) { CompleteAsync(id, lease_id, result, now, std::move(done)); });
+  }
+  Result<JobRecord> Fail(const std::string& id, const std::string& lease_id,
+                         const FailRequest& fail, Micros now) {
+    return Await<JobRecord>(
+        [&](auto done) { FailAsync(id, lease_id, fail, now, std::move(done)); });
+  }
+  Result<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
+                              std::optional<int64_t> extend_ms, Micros now) {
+    return Await<JobRecord>(
+        [&](auto done) { HeartbeatAsync(id, lease_id, extend_ms, now, std::move(done)); });
+  }
   // queued -> canceled; conflict once leased or finished.
   virtual Result<JobRecord> Cancel(const std::string& id, Micros now) = 0;
   // failed | expired -> queued, attempts and deadline reset (an admin's decision).
@@ -205,6 +233,16 @@ class Store {
   // Tokens. The plaintext never reaches the store, only its hash.
   virtual Status CreateToken(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> FindToken(const std::string& id) = 0;
+
+ private:
+  // Starts an asynchronous operation with a completion and waits for it.
+  template <typename T, typename Start>
+  static Result<T> Await(Start start) {
+    std::promise<Result<T>> promise;
+    auto future = promise.get_future();
+    start(Done<T>([&promise](Result<T> r) { promise.set_value(std::move(r)); }));
+    return future.get();
+  }
 };
 
 }  // namespace sluice

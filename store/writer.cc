@@ -2,8 +2,11 @@
 
 namespace sluice {
 
-Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch)
-    : db_(std::move(db)), max_batch_(max_batch), thread_([this] { Loop(); }) {}
+Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions)
+    : db_(std::move(db)),
+      max_batch_(max_batch),
+      completions_(std::move(completions)),
+      thread_([this] { Loop(); }) {}
 
 Writer::~Writer() {
   {
@@ -49,14 +52,28 @@ void Writer::Loop() {
       }
     }
     RunBatch(batch);
+    DeliverFinished();
   }
+}
+
+void Writer::Finish(Op& op, const std::optional<Error>& e) {
+  if (!op.deferred || !completions_) return op.finish(e);
+  finished_.push_back([finish = std::move(op.finish), e] { finish(e); });
+}
+
+void Writer::DeliverFinished() {
+  if (finished_.empty()) return;
+  completions_([fns = std::move(finished_)] {
+    for (const auto& f : fns) f();
+  });
+  finished_ = {};
 }
 
 void Writer::RunBatch(std::deque<Op>& batch) {
   // Operations whose changes live in the open transaction, waiting for its commit.
   std::deque<Op> in_txn;
   auto fail_all = [&](std::deque<Op>& ops, const Error& e) {
-    for (Op& op : ops) op.finish(e);
+    for (Op& op : ops) Finish(op, e);
     ops.clear();
   };
   const Error storage_down =
@@ -72,7 +89,7 @@ void Writer::RunBatch(std::deque<Op>& batch) {
     try {
       db_->Exec("SAVEPOINT op");
     } catch (const sqlite::SqliteError& e) {
-      op.finish(sqlite::ToError(e));
+      Finish(op, sqlite::ToError(e));
       continue;
     }
     std::optional<Error> err = op.run(*db_);
@@ -80,7 +97,7 @@ void Writer::RunBatch(std::deque<Op>& batch) {
       // SQLite rolled the whole transaction back (e.g. an I/O error): earlier
       // operations of this batch are gone too.
       fail_all(in_txn, storage_down);
-      op.finish(err ? *err : storage_down);
+      Finish(op, err ? *err : storage_down);
       try {
         db_->Exec("BEGIN IMMEDIATE");
       } catch (const sqlite::SqliteError&) {
@@ -100,11 +117,11 @@ void Writer::RunBatch(std::deque<Op>& batch) {
         }
       }
       fail_all(in_txn, storage_down);
-      op.finish(sqlite::ToError(e));
+      Finish(op, sqlite::ToError(e));
       continue;
     }
     if (err) {
-      op.finish(std::nullopt);  // its own error value is the answer; nothing to commit
+      Finish(op, std::nullopt);  // its own error value is the answer; nothing to commit
     } else {
       in_txn.push_back(std::move(op));
     }
@@ -130,7 +147,7 @@ void Writer::RunBatch(std::deque<Op>& batch) {
     ++commits_;
     operations_ += in_txn.size();
   }
-  for (Op& op : in_txn) op.finish(std::nullopt);
+  for (Op& op : in_txn) Finish(op, std::nullopt);
 }
 
 }  // namespace sluice

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "store/sqlite.h"
@@ -26,20 +27,49 @@ namespace sluice {
 
 class Writer {
  public:
+  // Runs a function elsewhere (e.g. posts it to an event loop).
+  using Executor = std::function<void(std::function<void()>)>;
+
   // Takes ownership of the write connection. `max_batch` bounds one transaction.
-  explicit Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch = 512);
+  // `completions`: where the `done` callbacks of RunAsync run — once per batch, with one
+  // function that runs them all, so that a batch wakes its callers' thread once; by
+  // default on the writer thread itself.
+  explicit Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch = 512,
+                  Executor completions = nullptr);
   ~Writer();  // drains queued operations, then stops
 
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Runs `fn` on the writer thread inside a transaction and waits for its commit.
+  // Runs `fn` on the writer thread inside a transaction; once the transaction is
+  // committed (or has failed), calls `done` with the result, through the completions
+  // executor: `done` must be quick and never block.
   // `fn` may throw sqlite::SqliteError; it becomes an Error.
   template <typename T>
+  void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done) {
+    Submit<T>(std::move(fn), std::move(done), /*deferred=*/true);
+  }
+
+  // Runs `fn` like RunAsync and waits for its commit.
+  template <typename T>
   Result<T> Run(std::function<Result<T>(sqlite::Db&)> fn) {
+    std::promise<Result<T>> promise;
+    auto future = promise.get_future();
+    Submit<T>(
+        std::move(fn), [&promise](Result<T> r) { promise.set_value(std::move(r)); },
+        /*deferred=*/false);
+    return future.get();
+  }
+
+  // Counters for benchmarks and metrics.
+  uint64_t commits() const;
+  uint64_t operations() const;
+
+ private:
+  template <typename T>
+  void Submit(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
+              bool deferred) {
     auto slot = std::make_shared<std::optional<Result<T>>>();
-    auto done = std::make_shared<std::promise<Result<T>>>();
-    auto future = done->get_future();
     Enqueue(Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
                  try {
                    *slot = fn(db);
@@ -50,34 +80,35 @@ class Writer {
                    return (*slot)->error();
                  }
                },
-               [slot, done](const std::optional<Error>& batch_failure) {
+               [slot, done = std::move(done)](const std::optional<Error>& batch_failure) {
                  if (batch_failure) {
-                   done->set_value(*batch_failure);
+                   done(*batch_failure);
                  } else {
-                   done->set_value(std::move(**slot));
+                   done(std::move(**slot));
                  }
-               }});
-    return future.get();
+               },
+               deferred});
   }
 
-  // Counters for benchmarks and metrics.
-  uint64_t commits() const;
-  uint64_t operations() const;
-
- private:
   struct Op {
     // Runs the change; returns the error if it failed (its savepoint is rolled back).
     std::function<std::optional<Error>(sqlite::Db&)> run;
     // Called after the batch: with an error when the batch could not be committed.
     std::function<void(const std::optional<Error>&)> finish;
+    bool deferred = false;  // finish through completions_ (else on the writer thread)
   };
 
   void Enqueue(Op op);
   void Loop();
   void RunBatch(std::deque<Op>& batch);
+  // Finishes `op` now, or queues its finish for the batch's delivery.
+  void Finish(Op& op, const std::optional<Error>& e);
+  void DeliverFinished();
 
   std::unique_ptr<sqlite::Db> db_;
   const size_t max_batch_;
+  Executor completions_;
+  std::vector<std::function<void()>> finished_;  // writer thread only
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> pending_;   // guarded by mu_

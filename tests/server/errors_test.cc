@@ -14,10 +14,10 @@ namespace {
 TEST_CASE("every error code renders as problem+json with its wire name") {
   std::set<std::string> names;
   for (ErrorCode code : kAllErrorCodes) {
-    httplib::Response res;
+    HttpResponse res;
     RenderError(res, MakeError(code, "details"));
     auto body = nlohmann::json::parse(res.body);
-    CHECK(res.get_header_value("Content-Type") == "application/problem+json");
+    CHECK(res.content_type == "application/problem+json");
     CHECK(body["status"] == res.status);
     CHECK(body["error"] == std::string(ErrorCodeName(code)));
     CHECK(body["type"] == "about:blank");
@@ -44,18 +44,18 @@ TEST_CASE("status codes follow the API contract") {
 }
 
 TEST_CASE("429 and 503 carry Retry-After; 401 carries WWW-Authenticate") {
-  httplib::Response full;
+  HttpResponse full;
   Error e = MakeError(ErrorCode::kQueueFull, "full");
   e.retry_after_s = 7;
   RenderError(full, e);
   CHECK(full.get_header_value("Retry-After") == "7");
   CHECK(nlohmann::json::parse(full.body)["retry_after"] == 7);
 
-  httplib::Response down;
+  HttpResponse down;
   RenderError(down, MakeError(ErrorCode::kStorageUnavailable, "disk"));
   CHECK(down.get_header_value("Retry-After") == "1");
 
-  httplib::Response unauth;
+  HttpResponse unauth;
   RenderError(unauth, MakeError(ErrorCode::kUnauthorized, "who"));
   CHECK(unauth.get_header_value("WWW-Authenticate").rfind("Bearer", 0) == 0);
 }

@@ -1,0 +1,359 @@
+#include "server/http_server.h"
+
+// clang-format off
+#include <utility>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+// clang-format on
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace sluice {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+// One keep-alive connection. Every member is touched only on the connection's strand,
+// except where a method says "any thread".
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer& server, tcp::socket socket, uint64_t id)
+      : server_(server), stream_(std::move(socket)), id_(id) {
+    beast::error_code ec;
+    auto remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_addr_ = remote.address().to_string();
+  }
+  ~Session() { server_.Forget(id_); }
+
+  void Start() {
+    boost::asio::dispatch(stream_.get_executor(),
+                          [self = shared_from_this()] { self->ReadNext(); });
+  }
+
+  // Any thread.
+  void Send(HttpResponse res) {
+    boost::asio::dispatch(stream_.get_executor(),
+                          [self = shared_from_this(), res = std::move(res)]() mutable {
+                            self->Write(std::move(res));
+                          });
+  }
+
+  // Any thread: `fill` runs on this connection's strand, never on the caller's thread.
+  void Later(std::function<void(HttpResponse&)> fill) {
+    boost::asio::post(stream_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
+      HttpResponse res;
+      try {
+        fill(res);
+      } catch (const std::exception&) {
+        res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
+      }
+      self->Write(std::move(res));
+    });
+  }
+
+  // Any thread: closes the connection now if no request is in progress.
+  void CloseIfIdle() {
+    boost::asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->Close();
+    });
+  }
+
+  HttpResponse ErrorResponse(const Error& e) const {
+    HttpResponse res;
+    server_.on_error_(e, res);
+    return res;
+  }
+
+ private:
+  void ReadNext() {
+    if (server_.stopping_) return Close();
+    parser_.emplace();
+    parser_->body_limit(server_.options_.max_body_bytes);
+    parser_->header_limit(static_cast<uint32_t>(server_.options_.max_header_bytes));
+    stream_.expires_after(server_.options_.keep_alive_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return ReadFailed(ec);
+    if (beast::iequals(parser_->get()[http::field::expect], "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      stream_.expires_after(server_.options_.io_timeout);
+      boost::asio::async_write(stream_, boost::asio::buffer(kContinue.data(), kContinue.size()),
+                               [self = shared_from_this()](beast::error_code wec, size_t) {
+                                 if (wec) return self->Close();
+                                 self->ReadBody();
+                               });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (parser_->is_done()) return Handle();
+    stream_.expires_after(server_.options_.io_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->ReadFailed(ec);
+                       self->Handle();
+                     });
+  }
+
+  // A request could not be read: answer what can be answered, then close.
+  void ReadFailed(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      return WriteError(MakeError(ErrorCode::kPayloadTooLarge,
+                                  "the request body is larger than " +
+                                      std::to_string(server_.options_.max_body_bytes) + " bytes"));
+    }
+    if (ec == http::error::header_limit) {
+      return WriteError(MakeError(ErrorCode::kBadRequest, "the request headers are too large"));
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return WriteError(MakeError(ErrorCode::kBadRequest, "malformed HTTP request"));
+    }
+    Close();  // the peer went away, timed out, or we are stopping
+  }
+
+  void WriteError(const Error& e) {
+    keep_alive_ = false;
+    busy_ = true;
+    Write(ErrorResponse(e));
+  }
+
+  void Handle() {
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    busy_ = true;
+    work_.emplace(server_.io_.get_executor());  // Run() waits for this answer
+    stream_.expires_never();
+
+    req_ = HttpRequest{};
+    req_.method = std::string(msg.method_string());
+    std::string_view target(msg.target().data(), msg.target().size());
+    size_t q = target.find('?');
+    req_.path = std::string(target.substr(0, q));
+    if (q != std::string_view::npos) req_.params = ParseQuery(target.substr(q + 1));
+    req_.headers.reserve(8);
+    for (const auto& field : msg) {
+      req_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    req_.body = std::move(msg.body());
+    req_.remote_addr = remote_addr_;
+
+    const Router::Route* route = nullptr;
+    std::vector<std::string> captures;
+    switch (server_.router_.Find(req_.method, req_.path, &route, &captures)) {
+      case Router::Found::kNoPath:
+        return Write(ErrorResponse(MakeError(ErrorCode::kNotFound, "no such resource")));
+      case Router::Found::kWrongMethod:
+        return Write(ErrorResponse(MakeError(ErrorCode::kMethodNotAllowed,
+                                             req_.method + " is not allowed on " + req_.path)));
+      case Router::Found::kRoute:
+        break;
+    }
+    req_.matches.reserve(captures.size() + 1);
+    req_.matches.push_back(req_.path);
+    for (auto& c : captures) req_.matches.push_back(std::move(c));
+
+    if (route->async_handler) {
+      try {
+        route->async_handler(req_, Reply(shared_from_this()));
+      } catch (const std::exception&) {
+        // The handler's Reply, if unanswered, answers 500 as it goes.
+      }
+      return;
+    }
+    boost::asio::post(server_.handlers_, [self = shared_from_this(), route] {
+      HttpResponse res;
+      try {
+        route->handler(self->req_, res);
+      } catch (const std::exception&) {
+        res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
+      }
+      self->Send(std::move(res));
+    });
+  }
+
+  void Write(HttpResponse res) {
+    res_ = {};
+    res_.version(11);
+    res_.result(static_cast<unsigned>(res.status));
+    if (!res.content_type.empty()) res_.set(http::field::content_type, res.content_type);
+    for (auto& [name, value] : res.headers) res_.insert(name, value);
+    res_.body() = std::move(res.body);
+    const bool close = !keep_alive_ || server_.stopping_;
+    res_.keep_alive(!close);
+    res_.prepare_payload();
+    stream_.expires_after(server_.options_.io_timeout);
+    http::async_write(stream_, res_,
+                      [self = shared_from_this(), close](beast::error_code ec, size_t) {
+                        self->busy_ = false;
+                        self->work_.reset();
+                        if (ec) return self->Close();
+                        // The client may still be sending a request we refused (too
+                        // large, malformed): read it away before closing, or it would
+                        // get a reset instead of our answer.
+                        if (close) return self->LingeringClose();
+                        self->ReadNext();
+                      });
+  }
+
+  // Stops sending, then discards what the peer still sends (bounded in bytes and time)
+  // until it closes too.
+  void LingeringClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return Close();
+    stream_.expires_after(std::chrono::seconds(5));
+    Discard(64 << 20);
+  }
+
+  void Discard(size_t budget) {
+    if (budget == 0) return Close();
+    buffer_.consume(buffer_.size());
+    stream_.async_read_some(buffer_.prepare(64 << 10),
+                            [self = shared_from_this(), budget](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->Discard(budget > n ? budget - n : 0);
+                            });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  HttpServer& server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest req_;  // valid from Handle() until its response is written
+  http::response<http::string_body> res_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::string remote_addr_;
+  bool keep_alive_ = false;
+  bool busy_ = false;  // between a request read and its response written
+  const uint64_t id_;
+};
+
+// ---- Reply -------------------------------------------------------------------------
+
+struct ReplyState {
+  std::shared_ptr<Session> session;
+  std::atomic<bool> answered{false};
+
+  ~ReplyState() {
+    if (!answered.load()) {
+      session->Send(
+          session->ErrorResponse(MakeError(ErrorCode::kInternal, "the request was not answered")));
+    }
+  }
+};
+
+Reply::Reply(std::shared_ptr<Session> session) : state_(std::make_shared<ReplyState>()) {
+  state_->session = std::move(session);
+}
+
+void Reply::Send(HttpResponse res) const {
+  if (state_->answered.exchange(true)) return;
+  state_->session->Send(std::move(res));
+}
+
+void Reply::Later(std::function<void(HttpResponse&)> fill) const {
+  if (state_->answered.exchange(true)) return;
+  state_->session->Later(std::move(fill));
+}
+
+// ---- HttpServer --------------------------------------------------------------------
+
+HttpServer::HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router,
+                       std::function<void(const Error&, HttpResponse&)> on_error)
+    : options_(options),
+      router_(std::move(router)),
+      on_error_(std::move(on_error)),
+      io_(io),
+      handlers_(static_cast<size_t>(std::max(1, options.handler_threads))),
+      acceptor_(io_) {}
+
+HttpServer::~HttpServer() {
+  Stop();
+  handlers_.join();
+}
+
+Result<int> HttpServer::Listen(const std::string& host, int port) {
+  beast::error_code ec;
+  auto address = boost::asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+  if (ec)
+    return MakeError(ErrorCode::kBadRequest, "cannot listen on '" + host + "': not an IP address");
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kInternal,
+                     "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  }
+  Accept();
+  return static_cast<int>(acceptor_.local_endpoint().port());
+}
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(boost::asio::make_strand(io_),
+                         [this](beast::error_code ec, tcp::socket socket) {
+                           if (stopping_ || !acceptor_.is_open()) return;
+                           if (!ec) {
+                             beast::error_code ignored;
+                             socket.set_option(tcp::no_delay(true), ignored);
+                             uint64_t id;
+                             {
+                               std::lock_guard lock(mu_);
+                               id = next_id_++;
+                             }
+                             auto session = std::make_shared<Session>(*this, std::move(socket), id);
+                             {
+                               std::lock_guard lock(mu_);
+                               live_.emplace(id, session);
+                             }
+                             session->Start();
+                           }
+                           Accept();
+                         });
+}
+
+void HttpServer::Forget(uint64_t id) {
+  std::lock_guard lock(mu_);
+  live_.erase(id);
+}
+
+void HttpServer::Run() {
+  std::vector<std::thread> threads;
+  for (int i = 1; i < options_.io_threads; ++i) threads.emplace_back([this] { io_.run(); });
+  io_.run();
+  for (auto& t : threads) t.join();
+}
+
+void HttpServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  boost::asio::post(io_, [this] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+    std::vector<std::shared_ptr<Session>> sessions;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, weak] : live_) {
+        if (auto s = weak.lock()) sessions.push_back(std::move(s));
+      }
+    }
+    for (auto& s : sessions) s->CloseIfIdle();
+  });
+}
+
+}  // namespace sluice

@@ -1,0 +1,74 @@
+// HTTP/1.1 on Boost.Beast: keep-alive connections served by a few I/O threads, so a
+// request costs no thread hand-off of its own. Asynchronous handlers (intake, leases,
+// acks) run on the I/O thread and answer when the store has committed, so one
+// group commit wakes one I/O thread for a whole batch instead of one thread per
+// request; long-polls hold no thread at all. Blocking handlers (admin, reads) run on
+// a separate pool.
+//
+// Invariants:
+//   1. Each request gets exactly one response (a handler that never answers gets 500).
+//   2. Errors the transport finds itself (unknown route, wrong method, body too large,
+//      malformed request) are answered through the `on_error` renderer, like any other.
+//   3. After Stop(): no new connections; idle ones close; a request in progress is
+//      answered, then its connection closes; Run() returns when all are gone.
+// Thread-safe: Stop() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/error.h"
+#include "server/asio.h"
+#include "server/router.h"
+
+namespace sluice {
+
+struct HttpServerOptions {
+  int io_threads = 2;        // threads running connections and asynchronous handlers
+  int handler_threads = 16;  // threads running blocking handlers
+  size_t max_body_bytes = 1 << 20;
+  size_t max_header_bytes = 16 << 10;
+  std::chrono::seconds keep_alive_timeout{5};  // idle time before a connection closes
+  std::chrono::seconds io_timeout{60};         // longest read of one request or write
+};
+
+class HttpServer {
+ public:
+  // `on_error` renders a transport error (404, 405, 413, 400, 500) as a response.
+  // `io` runs the connections (Run() runs it on options.io_threads threads); it must
+  // outlive the server.
+  HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router,
+             std::function<void(const Error&, HttpResponse&)> on_error);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns the bound port (useful with port 0).
+  Result<int> Listen(const std::string& host, int port);
+  // Serves until Stop(); returns once every connection has closed.
+  void Run();
+  void Stop();
+
+ private:
+  friend class Session;
+  void Accept();
+  void Forget(uint64_t id);
+
+  HttpServerOptions options_;
+  Router router_;
+  std::function<void(const Error&, HttpResponse&)> on_error_;
+  boost::asio::io_context& io_;
+  boost::asio::thread_pool handlers_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  uint64_t next_id_ = 0;                                       // guarded by mu_
+  std::unordered_map<uint64_t, std::weak_ptr<Session>> live_;  // guarded by mu_
+};
+
+}  // namespace sluice

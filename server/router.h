@@ -1,0 +1,61 @@
+// The route table: (method, path pattern) -> handler. Patterns are literal segments
+// and captures: "/v1/queues/{}/jobs" captures one non-empty segment without ':' and
+// "/v1/admin/queues/{}:simulate" captures what precedes the ":simulate" suffix.
+// A handler is blocking (it runs on the server's handler pool and fills a response)
+// or asynchronous (it runs on an I/O thread, must not block, and answers through a
+// Reply, possibly later and from another thread).
+// Built before the server starts; read-only afterwards (thread-safe to read).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/http_types.h"
+
+namespace sluice {
+
+class Session;
+struct ReplyState;
+
+// Answers one request, once, from any thread. The request it answers stays valid
+// until then. A Reply dropped without answering answers 500.
+class Reply {
+ public:
+  explicit Reply(std::shared_ptr<Session> session);
+
+  void Send(HttpResponse res) const;
+  // Runs `fill` on the connection's own executor (not the caller's thread), then sends
+  // the response it filled. For completions of asynchronous work that arrive on a
+  // thread which must not spend time rendering (the store's writer).
+  void Later(std::function<void(HttpResponse&)> fill) const;
+
+ private:
+  std::shared_ptr<ReplyState> state_;  // shared by copies; answers 500 if never sent
+};
+
+using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
+using AsyncHandler = std::function<void(const HttpRequest&, Reply)>;
+
+class Router {
+ public:
+  void Add(std::string method, const std::string& pattern, Handler handler);
+  void AddAsync(std::string method, const std::string& pattern, AsyncHandler handler);
+
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;  // "{}" or "{}:suffix" capture; else literal
+    Handler handler;                    // exactly one of these is set
+    AsyncHandler async_handler;
+  };
+  enum class Found { kRoute, kNoPath, kWrongMethod };
+  // The route for `method` and `path`, and its captures (percent-decoded).
+  Found Find(const std::string& method, const std::string& path, const Route** route,
+             std::vector<std::string>* captures) const;
+
+ private:
+  std::vector<Route> routes_;
+};
+
+}  // namespace sluice
