@@ -87,7 +87,7 @@ void Writer::RunBatch(std::deque<Op>& batch) {
   }
   for (Op& op : batch) {
     try {
-      db_->Exec("SAVEPOINT op");
+      db_->Prepare("SAVEPOINT op").Exec();
     } catch (const sqlite::SqliteError& e) {
       Finish(op, sqlite::ToError(e));
       continue;
@@ -106,8 +106,8 @@ void Writer::RunBatch(std::deque<Op>& batch) {
       continue;
     }
     try {
-      if (err) db_->Exec("ROLLBACK TO op");
-      db_->Exec("RELEASE op");
+      if (err) db_->Prepare("ROLLBACK TO op").Exec();
+      db_->Prepare("RELEASE op").Exec();
     } catch (const sqlite::SqliteError& e) {
       // Cannot tell what the savepoint holds: give up the whole transaction.
       if (db_->InTransaction()) {
