@@ -678,13 +678,18 @@ Result<QueuedJobExplanation> SqliteStore::ExplainQueued(const JobRecord& job, Mi
 std::vector<Result<LeaseOutcome>> SqliteStore::LeaseMany(const std::vector<LeaseRequest>& requests,
                                                          Micros now, Micros horizon) {
   using Outcomes = std::vector<LeaseOutcome>;
-  auto r = writer_->Run<Outcomes>([&](Db& db) -> Result<Outcomes> {
-    (void)ReapExpiredLeases(db, now);
-    (void)ExpireDue(db, now);
-    Outcomes out(requests.size());
-    LeaseAll(db, requests, out, now, std::max(now, horizon));
-    return out;
-  });
+  // Leases are answered once committed, not flushed: a lease a power loss forgets
+  // leaves its job queued, to be leased again (a worker holding the forgotten lease
+  // gets lease_lost on its ack). Anything durable that follows flushes them too.
+  auto r = writer_->Run<Outcomes>(
+      [&](Db& db) -> Result<Outcomes> {
+        (void)ReapExpiredLeases(db, now);
+        (void)ExpireDue(db, now);
+        Outcomes out(requests.size());
+        LeaseAll(db, requests, out, now, std::max(now, horizon));
+        return out;
+      },
+      Writer::Sync::kCommitted);
   std::vector<Result<LeaseOutcome>> results;
   for (size_t i = 0; i < requests.size(); ++i) {
     if (r.ok()) {

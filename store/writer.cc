@@ -1,12 +1,24 @@
 #include "store/writer.h"
 
+#include <algorithm>
+
 namespace sluice {
 
 Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions)
-    : db_(std::move(db)),
-      max_batch_(max_batch),
-      completions_(std::move(completions)),
-      thread_([this] { Loop(); }) {}
+    : db_(std::move(db)), max_batch_(max_batch), completions_(std::move(completions)) {
+  // FULL (2) or EXTRA (3) flush each commit; the WAL's NORMAL (1) and OFF (0) do not.
+  sqlite::Stmt level = db_->Prepare("PRAGMA synchronous");
+  flushes_ = level.Step() && level.Int(0) >= 2;
+  flushing_now_ = flushes_;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Writer::SetFlushing(bool flush) {
+  flush = flush && flushes_;
+  if (flush == flushing_now_) return;
+  db_->Exec(flush ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+  flushing_now_ = flush;
+}
 
 Writer::~Writer() {
   {
@@ -32,6 +44,11 @@ void Writer::Enqueue(Op op) {
 uint64_t Writer::commits() const {
   std::lock_guard lock(mu_);
   return commits_;
+}
+
+uint64_t Writer::flushed_commits() const {
+  std::lock_guard lock(mu_);
+  return flushed_;
 }
 
 uint64_t Writer::operations() const {
@@ -80,6 +97,8 @@ void Writer::RunBatch(std::deque<Op>& batch) {
       MakeError(ErrorCode::kStorageUnavailable, "storage is unavailable; try again later");
 
   try {
+    SetFlushing(std::any_of(batch.begin(), batch.end(),
+                            [](const Op& op) { return op.sync == Sync::kDurable; }));
     db_->Exec("BEGIN IMMEDIATE");
   } catch (const sqlite::SqliteError& e) {
     fail_all(batch, sqlite::ToError(e));
@@ -145,6 +164,7 @@ void Writer::RunBatch(std::deque<Op>& batch) {
   {
     std::lock_guard lock(mu_);
     ++commits_;
+    if (flushing_now_) ++flushed_;
     operations_ += in_txn.size();
   }
   for (Op& op : in_txn) Finish(op, std::nullopt);

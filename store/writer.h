@@ -30,6 +30,13 @@ class Writer {
   // Runs a function elsewhere (e.g. posts it to an event loop).
   using Executor = std::function<void(std::function<void()>)>;
 
+  // Whether an operation's caller must hear back only once its change is on disk
+  // (kDurable: the commit is flushed, with synchronous=FULL), or once it is committed
+  // (kCommitted: visible to every reader, flushed by the next durable commit or
+  // checkpoint; a power loss may forget it). A batch of kCommitted operations only
+  // skips the flush; one kDurable operation in a batch flushes the batch.
+  enum class Sync { kDurable, kCommitted };
+
   // Takes ownership of the write connection. `max_batch` bounds one transaction.
   // `completions`: where the `done` callbacks of RunAsync run — once per batch, with one
   // function that runs them all, so that a batch wakes its callers' thread once; by
@@ -46,29 +53,31 @@ class Writer {
   // executor: `done` must be quick and never block.
   // `fn` may throw sqlite::SqliteError; it becomes an Error.
   template <typename T>
-  void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done) {
-    Submit<T>(std::move(fn), std::move(done), /*deferred=*/true);
+  void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
+                Sync sync = Sync::kDurable) {
+    Submit<T>(std::move(fn), std::move(done), /*deferred=*/true, sync);
   }
 
   // Runs `fn` like RunAsync and waits for its commit.
   template <typename T>
-  Result<T> Run(std::function<Result<T>(sqlite::Db&)> fn) {
+  Result<T> Run(std::function<Result<T>(sqlite::Db&)> fn, Sync sync = Sync::kDurable) {
     std::promise<Result<T>> promise;
     auto future = promise.get_future();
     Submit<T>(
         std::move(fn), [&promise](Result<T> r) { promise.set_value(std::move(r)); },
-        /*deferred=*/false);
+        /*deferred=*/false, sync);
     return future.get();
   }
 
   // Counters for benchmarks and metrics.
   uint64_t commits() const;
+  uint64_t flushed_commits() const;  // commits that waited for the disk
   uint64_t operations() const;
 
  private:
   template <typename T>
   void Submit(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
-              bool deferred) {
+              bool deferred, Sync sync) {
     auto slot = std::make_shared<std::optional<Result<T>>>();
     Enqueue(Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
                  try {
@@ -87,7 +96,7 @@ class Writer {
                    done(std::move(**slot));
                  }
                },
-               deferred});
+               deferred, sync});
   }
 
   struct Op {
@@ -96,6 +105,7 @@ class Writer {
     // Called after the batch: with an error when the batch could not be committed.
     std::function<void(const std::optional<Error>&)> finish;
     bool deferred = false;  // finish through completions_ (else on the writer thread)
+    Sync sync = Sync::kDurable;
   };
 
   void Enqueue(Op op);
@@ -104,16 +114,21 @@ class Writer {
   // Finishes `op` now, or queues its finish for the batch's delivery.
   void Finish(Op& op, const std::optional<Error>& e);
   void DeliverFinished();
+  // Sets the connection to flush the next commit or not.
+  void SetFlushing(bool flush);
 
   std::unique_ptr<sqlite::Db> db_;
   const size_t max_batch_;
   Executor completions_;
+  bool flushes_ = false;       // the connection's synchronous level flushes commits
+  bool flushing_now_ = false;  // the level currently set (writer thread only)
   std::vector<std::function<void()>> finished_;  // writer thread only
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Op> pending_;   // guarded by mu_
   bool stopping_ = false;    // guarded by mu_
   uint64_t commits_ = 0;     // guarded by mu_
+  uint64_t flushed_ = 0;     // guarded by mu_
   uint64_t operations_ = 0;  // guarded by mu_
   std::thread thread_;
 };

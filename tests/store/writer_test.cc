@@ -41,6 +41,50 @@ TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
   CHECK(w.operations() == 5);
 }
 
+TEST_CASE("Only batches holding a durable operation wait for the disk", "[writer]") {
+  TempDir dir;
+  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
+  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  Writer w(std::move(db));
+  auto insert = [&](int64_t k, Writer::Sync sync) {
+    return w.Run<Ok>(
+        [k](sqlite::Db& d) -> Status {
+          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+          return Ok{};
+        },
+        sync);
+  };
+  REQUIRE(insert(1, Writer::Sync::kCommitted).ok());
+  REQUIRE(insert(2, Writer::Sync::kCommitted).ok());
+  CHECK(w.commits() == 2);
+  CHECK(w.flushed_commits() == 0);
+  REQUIRE(insert(3, Writer::Sync::kDurable).ok());
+  REQUIRE(insert(4, Writer::Sync::kCommitted).ok());
+  CHECK(w.commits() == 4);
+  CHECK(w.flushed_commits() == 1);
+  // The committed-only rows are there for every reader.
+  auto count = w.Run<int64_t>([](sqlite::Db& d) -> Result<int64_t> {
+    sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t");
+    s.Step();
+    return s.Int(0);
+  });
+  REQUIRE(count.ok());
+  CHECK(count.value() == 4);
+}
+
+TEST_CASE("A connection that never flushes is left alone", "[writer]") {
+  TempDir dir;
+  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "NORMAL", 5000);
+  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  Writer w(std::move(db));
+  REQUIRE(w.Run<Ok>([](sqlite::Db& d) -> Status {
+             d.Exec("INSERT INTO t (k) VALUES (1)");
+             return Ok{};
+           }).ok());
+  CHECK(w.commits() == 1);
+  CHECK(w.flushed_commits() == 0);
+}
+
 TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") {
   StoreFixture f;
   f.PutQueue("export", MakePolicy(1000, 1'000'000));
