@@ -43,7 +43,7 @@ for ((n = 1; ; n++)); do
   retry_after=0
   case $status in
     202)
-      replayed=$(grep -i '^idempotent-replayed:' "$tmp/headers" | tr -d '\r' | awk '{print $2}')
+      replayed=$(grep -i '^idempotent-replayed:' "$tmp/headers" | tr -d '\r' | awk '{print $2}' || true)
       echo "try $n: 202 accepted${replayed:+ (replayed: the job existed already)}" >&2
       cat "$tmp/body"
       echo

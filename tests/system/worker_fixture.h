@@ -36,15 +36,19 @@ struct WorkerRig {
   std::string Token(const nlohmann::json& body) {
     return Admin("POST", "/v1/admin/tokens", body).body["token"];
   }
-  std::string Submit(const nlohmann::json& payload, nlohmann::json extra = nlohmann::json::object()) {
+  std::string Submit(const nlohmann::json& payload,
+                     nlohmann::json extra = nlohmann::json::object()) {
     extra["payload"] = payload;
-    auto r = Call(*http, "POST", "/v1/queues/q/jobs", extra, {{"Authorization", "Bearer " + submit}});
+    auto r =
+        Call(*http, "POST", "/v1/queues/q/jobs", extra, {{"Authorization", "Bearer " + submit}});
     REQUIRE(r.status == 202);
     return r.body["id"];
   }
   nlohmann::json Job(const std::string& id) { return Admin("GET", "/v1/jobs/" + id).body; }
   std::vector<nlohmann::json> Jobs() {
-    return Admin("GET", "/v1/jobs?queue=q&limit=1000").body["jobs"].get<std::vector<nlohmann::json>>();
+    return Admin("GET", "/v1/jobs?queue=q&limit=1000")
+        .body["jobs"]
+        .get<std::vector<nlohmann::json>>();
   }
   bool AllInState(const std::vector<std::string>& ids, const std::string& state,
                   std::chrono::milliseconds timeout) {
@@ -60,15 +64,14 @@ struct WorkerRig {
   // The real sluice-worker on queue q: `flags` before `--`, then the command.
   std::unique_ptr<Subprocess> Worker(std::vector<std::string> flags,
                                      std::vector<std::string> command) {
-    std::vector<std::string> argv = {SLUICE_WORKER_BINARY, "--server", server.url(), "--queue",
-                                     "q", "--wait-ms", "2000"};
+    std::vector<std::string> argv = {SLUICE_WORKER_BINARY, "--server", server.url(), "--queue", "q",
+                                     "--wait-ms",          "2000"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--");
     argv.insert(argv.end(), command.begin(), command.end());
     return Launch(argv, {"SLUICE_TOKEN=" + work});
   }
-  std::unique_ptr<Subprocess> Launch(std::vector<std::string> argv,
-                                     std::vector<std::string> env) {
+  std::unique_ptr<Subprocess> Launch(std::vector<std::string> argv, std::vector<std::string> env) {
     return std::make_unique<Subprocess>(std::move(argv), std::move(env),
                                         dir.File("proc-" + std::to_string(++launched) + ".log"));
   }

@@ -15,8 +15,11 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const json kFast = {{"rate", 1000}, {"capacity", 1000}, {"max_attempts", 3},
-                    {"retry_backoff_ms", 10}, {"retry_backoff_max_ms", 20}};
+const json kFast = {{"rate", 1000},
+                    {"capacity", 1000},
+                    {"max_attempts", 3},
+                    {"retry_backoff_ms", 10},
+                    {"retry_backoff_max_ms", 20}};
 
 TEST_CASE("sluice-worker runs the command per job and completes it with its stdout") {
   WorkerRig rig(kFast);
@@ -71,10 +74,11 @@ TEST_CASE("exit 75 retries after the retry_in_ms it printed; exit 65 is not retr
   auto worker = rig.Worker(
       {"--concurrency", "2"},
       {"sh", "-c",
-       "kind=$(jq -r .kind); date +%s%3N >> " + rig.dir.File("tries-") + "$kind; "
-       "if [ $kind = bad ]; then echo 'no such report' >&2; exit 65; fi; "
-       "if [ $SLUICE_ATTEMPT = 1 ]; then echo '{\"retry_in_ms\": 1500}'; exit 75; fi; "
-       "echo '{\"ok\": true}'"});
+       "kind=$(jq -r .kind); date +%s%3N >> " + rig.dir.File("tries-") +
+           "$kind; "
+           "if [ $kind = bad ]; then echo 'no such report' >&2; exit 65; fi; "
+           "if [ $SLUICE_ATTEMPT = 1 ]; then echo '{\"retry_in_ms\": 1500}'; exit 75; fi; "
+           "echo '{\"ok\": true}'"});
   REQUIRE(rig.AllInState({later}, "succeeded", seconds(30)));
   REQUIRE(rig.AllInState({bad}, "failed", seconds(30)));
   CHECK(std::chrono::steady_clock::now() - started >= milliseconds(1500));
@@ -93,8 +97,8 @@ TEST_CASE("a command that outlives its lease is killed and the job is leased aga
   // The command ignores SIGTERM, so only SIGKILL after the grace stops it.
   auto worker = rig.Worker({"--lease-ms", "600", "--timeout-ms", "1500", "--kill-grace-ms", "300"},
                            {"sh", "-c",
-                            "trap '' TERM; echo \"$SLUICE_ATTEMPT $$\" >> " +
-                                rig.dir.File("runs") + "; sleep 60; sleep 60"});
+                            "trap '' TERM; echo \"$SLUICE_ATTEMPT $$\" >> " + rig.dir.File("runs") +
+                                "; sleep 60; sleep 60"});
   REQUIRE(rig.AllInState({id}, "failed", seconds(40)));
   // The worker's clock ends the lease no later than the server's; SIGKILL follows.
   REQUIRE(Eventually([&] { return Count(worker->ReadLog(), "stopped=lease_expired") == 2; },
@@ -180,9 +184,9 @@ TEST_CASE("a worker started before its server backs off, then works once it is u
 
 TEST_CASE("a worker whose token is refused exits 1 instead of retrying forever") {
   WorkerRig rig(kFast);
-  auto worker = rig.Launch({SLUICE_WORKER_BINARY, "--server", rig.server.url(), "--queue", "q",
-                            "--", "true"},
-                           {"SLUICE_TOKEN=not-a-token"});
+  auto worker =
+      rig.Launch({SLUICE_WORKER_BINARY, "--server", rig.server.url(), "--queue", "q", "--", "true"},
+                 {"SLUICE_TOKEN=not-a-token"});
   REQUIRE(worker->Wait(seconds(20)) == 1);
   CHECK(worker->ReadLog().find("refused") != std::string::npos);
   CHECK(worker->ReadLog().find("not-a-token") == std::string::npos);

@@ -16,8 +16,7 @@ namespace sluice::testing {
 class Subprocess {
  public:
   // `env` entries ("NAME=value") are added to (or replace) this process's environment.
-  Subprocess(std::vector<std::string> argv, std::vector<std::string> env,
-             std::string log_path);
+  Subprocess(std::vector<std::string> argv, std::vector<std::string> env, std::string log_path);
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;

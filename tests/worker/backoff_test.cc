@@ -13,7 +13,7 @@ TEST_CASE("retry delay: full jitter under an exponential ceiling") {
   CHECK(RetryDelayMs(p, 2, std::nullopt, 0.999999) == 200);
   CHECK(RetryDelayMs(p, 3, std::nullopt, 0.5) == 200);
   CHECK(RetryDelayMs(p, 4, std::nullopt, 0.999999) == 800);
-  CHECK(RetryDelayMs(p, 5, std::nullopt, 0.999999) == 1000);   // capped
+  CHECK(RetryDelayMs(p, 5, std::nullopt, 0.999999) == 1000);    // capped
   CHECK(RetryDelayMs(p, 500, std::nullopt, 0.999999) == 1000);  // no overflow
   CHECK(RetryDelayMs(p, 0, std::nullopt, 0.999999) == 100);     // treated as the first
 }

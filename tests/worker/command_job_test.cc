@@ -69,7 +69,9 @@ TEST_CASE("the command's environment names the job and hides the worker's token"
   job.attempt = 2;
   job.deadline = "2030-01-01T00:00:00.000Z";
   auto env = CommandEnvironment(job, {"PATH=/bin", "SLUICE_TOKEN=secret", "SLUICE_JOB_ID=old"});
-  auto has = [&](const std::string& e) { return std::find(env.begin(), env.end(), e) != env.end(); };
+  auto has = [&](const std::string& e) {
+    return std::find(env.begin(), env.end(), e) != env.end();
+  };
   CHECK(has("PATH=/bin"));
   CHECK(has("SLUICE_JOB_ID=job_1"));
   CHECK(has("SLUICE_QUEUE=q"));
@@ -78,7 +80,8 @@ TEST_CASE("the command's environment names the job and hides the worker's token"
   CHECK(has("SLUICE_DEADLINE=2030-01-01T00:00:00.000Z"));
   CHECK_FALSE(has("SLUICE_TOKEN=secret"));
   CHECK_FALSE(has("SLUICE_JOB_ID=old"));
-  CHECK(std::none_of(env.begin(), env.end(), [](auto& e) { return e.rfind("TRACEPARENT", 0) == 0; }));
+  CHECK(
+      std::none_of(env.begin(), env.end(), [](auto& e) { return e.rfind("TRACEPARENT", 0) == 0; }));
   job.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   CHECK(CommandEnvironment(job, {}).back() == "TRACEPARENT=" + *job.traceparent);
 }
@@ -132,8 +135,9 @@ TEST_CASE("a cancelled child gets SIGTERM, then SIGKILL after the grace") {
       char c;
       if (read(ready[0], &c, 1) == 1) REQUIRE(write(efd, &one, sizeof one) == sizeof one);
     });
-    spec.argv = {"sh", "-c", "trap '' TERM; echo >&" + std::to_string(ready[1]) +
-                                 "; sleep 30 & wait; sleep 30"};
+    spec.argv = {
+        "sh", "-c",
+        "trap '' TERM; echo >&" + std::to_string(ready[1]) + "; sleep 30 & wait; sleep 30"};
     auto start = std::chrono::steady_clock::now();
     ChildResult r = RunChild(spec, efd);
     close(ready[1]);
