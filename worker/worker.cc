@@ -382,8 +382,9 @@ void Worker::Finish(WorkerClient& client, Running& run, const JobOutcome& outcom
     }
   }
   const StopReason reason = run.context->reason();
-  std::string line = "job id=" + job.id + " queue=" + LogValue(job.queue) +
-                     " tenant=" + LogValue(job.tenant) + " attempt=" + std::to_string(job.attempt) +
+  std::string line = "job worker=" + LogValue(options_.worker_id) + " id=" + job.id +
+                     " queue=" + LogValue(job.queue) + " tenant=" + LogValue(job.tenant) +
+                     " attempt=" + std::to_string(job.attempt) +
                      " outcome=" + (outcome.succeeded ? "succeeded" : "failed") +
                      " state=" + result + " duration_ms=" + std::to_string(duration_ms);
   if (reason != StopReason::kNone) line += " stopped=" + std::string(StopReasonName(reason));
