@@ -17,6 +17,7 @@
 int main(int argc, char** argv) {
   sluice::WorkerOptions options;
   sluice::CommandOptions command;
+  options.wait_ms = 10000;  // also the longest a SIGTERM waits for the poll in flight
   int64_t drain_ms = 30000, kill_grace_ms = 5000;
   std::optional<int64_t> lease_ms, timeout_ms;
   CLI::App cli{"sluice-worker: runs CMD once per job leased from sluice"};

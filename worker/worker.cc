@@ -143,11 +143,16 @@ Status Worker::Run() {
   {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return stopping_; });
-    // An interrupt can miss a long-poll that had not started yet: repeat until it is out.
+    // The long-poll in flight may finish (its jobs are run like the others): cut, the
+    // server could hand a job to a request nobody reads, and the job would sit leased
+    // until its lease ran out. Abort() cuts it; an interrupt can miss a request that
+    // had not started yet, so it is repeated until the leasing thread is out.
     while (!lease_exited_) {
-      lock.unlock();
-      lease_client_.Interrupt();
-      lock.lock();
+      if (aborting_) {
+        lock.unlock();
+        lease_client_.Interrupt();
+        lock.lock();
+      }
       cv_.wait_for(lock, milliseconds(100), [&] { return lease_exited_; });
     }
   }
@@ -179,16 +184,19 @@ Status Worker::Run() {
 }
 
 void Worker::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  lease_client_.Interrupt();
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  cv_.notify_all();
 }
 
 void Worker::Abort() {
-  Stop();
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    aborting_ = true;
+    cv_.notify_all();
+  }
+  lease_client_.Interrupt();
   CancelAll(StopReason::kShutdown);
 }
 

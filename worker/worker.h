@@ -104,10 +104,12 @@ class Worker {
   // Works until Stop() and the drain are over (Ok), or until the server refuses the
   // worker for good (bad token, unknown queue, ...: that Error).
   Status Run();
-  // Stops leasing; running jobs get `drain_grace` to finish, then are cancelled
-  // (kShutdown) and their handlers' outcomes (normally a retryable fail) are sent.
+  // Stops leasing: the long-poll in flight may still finish (at most wait_ms) and its
+  // jobs run. Running jobs get `drain_grace` to finish, then are cancelled (kShutdown)
+  // and their handlers' outcomes (normally a retryable fail) are sent.
   void Stop();
-  // Cancels running jobs now (kShutdown). Implies Stop().
+  // Cuts the long-poll in flight and cancels running jobs now (kShutdown). A job the
+  // server hands to the cut request stays leased until its lease runs out.
   void Abort();
 
  private:
@@ -138,7 +140,8 @@ class Worker {
   std::map<std::string, std::shared_ptr<Running>> running_;  // leased, not yet acked
   std::vector<std::shared_ptr<Running>> ready_;              // leased, not yet started
   bool stopping_ = false;                                    // no more leasing
-  bool lease_exited_ = false;                                // the leasing thread is gone
+  bool aborting_ = false;      // cut the long-poll, cancel running jobs
+  bool lease_exited_ = false;  // the leasing thread is gone
   bool handlers_exit_ = false;
   bool heartbeat_exit_ = false;
   std::optional<Error> fatal_;

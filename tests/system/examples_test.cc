@@ -45,7 +45,9 @@ TEST_CASE("report-export: the script and the C++ worker write the same CSV") {
   auto cpp = rig.Launch({SLUICE_REPORT_WORKER_BINARY, "--server", rig.server.url(), "--queue", "q",
                          "--out", out, "--ms-per-row", "1"},
                         {"SLUICE_TOKEN=" + rig.work});
-  REQUIRE(rig.AllInState({in_process}, "succeeded", seconds(30)));
+  if (!rig.AllInState({in_process}, "succeeded", seconds(30))) {
+    FAIL(cpp->ReadLog() + "\n" + rig.Job(in_process).dump());
+  }
   cpp->Signal(SIGTERM);
   REQUIRE(cpp->Wait(seconds(20)) == 0);
 

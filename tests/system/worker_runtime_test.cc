@@ -163,8 +163,8 @@ TEST_CASE("SIGTERM past the drain grace fails running jobs back as retryable") {
   for (const auto& id : ids) CHECK(rig.Job(id)["attempt"] == 2);
 }
 
-TEST_CASE("a worker started before its server backs off, then works once it is up") {
-  // A port nobody listens on, then a server there.
+TEST_CASE("a worker whose server is down backs off and keeps trying") {
+  // A port nobody listens on.
   int port = 0;
   {
     ServerProcess probe;
