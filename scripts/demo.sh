@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Sets up everything (scripts/setup.sh), then runs a live demo: sluiced on an embedded
 # SQLite file under var/demo/, the queue `report-export` with three tenants on
-# different tiers (examples/sluice.json), two workers, a bursty submitter, and a view
-# of queue depth per tenant every second. Idempotent: each run starts a fresh demo DB.
+# different tiers (examples/sluice.json), two workers (sluice-worker running the script
+# examples/report_export.sh, and the in-process C++ sluice-report-worker), a bursty
+# submitter that retries 429s politely, and a view of queue depth per tenant every
+# second. Reports land in var/demo/reports/. Idempotent: each run starts a fresh demo DB.
 # Usage: scripts/demo.sh [seconds]   (default 30; Ctrl-C stops it early)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-30}"
 BUILD_DIR="${BUILD_DIR:-build}"
-scripts/setup.sh "$BUILD_DIR" sluiced sluice-demo-worker sluice-demo-submitter
+scripts/setup.sh "$BUILD_DIR" sluiced sluice-worker sluice-report-worker sluice-submit
 
 DATA=var/demo
 mkdir -p "$DATA"
-rm -f "$DATA"/sluice.db "$DATA"/sluice.db-wal "$DATA"/sluice.db-shm "$DATA"/port
+rm -rf "$DATA"/sluice.db "$DATA"/sluice.db-wal "$DATA"/sluice.db-shm "$DATA"/port "$DATA"/reports
 export SLUICE_ADMIN_TOKEN="demo-admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 
 pids=()
@@ -33,20 +35,25 @@ echo "==> sluiced on $URL (database $DATA/sluice.db, log $DATA/sluiced.log)"
 admin() { curl -sf -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN" "$@"; }
 token() { admin -X POST "$URL/v1/admin/tokens" -d "$1" | jq -r .token; }
 WORK=$(token '{"scopes":["work"]}')
-tenants=()
-for t in acme globex initech; do
-  tenants+=(--tenant "$t=$(token "{\"scopes\":[\"submit\"],\"tenant\":\"$t\"}")")
-done
-echo "==> policy of report-export (rates in jobs/s):"
+# Tokens travel in the environment, never on a command line.
+export SLUICE_TOKEN_ACME SLUICE_TOKEN_GLOBEX SLUICE_TOKEN_INITECH
+SLUICE_TOKEN_ACME=$(token '{"scopes":["submit"],"tenant":"acme"}')
+SLUICE_TOKEN_GLOBEX=$(token '{"scopes":["submit"],"tenant":"globex"}')
+SLUICE_TOKEN_INITECH=$(token '{"scopes":["submit"],"tenant":"initech"}')
+echo "==> policy of report-export (rate and capacity in cost units; a report costs 1 + rows/20):"
 admin "$URL/v1/admin/queues/report-export" |
   jq -c '{rate, capacity, max_inflight, max_inflight_per_tenant, tenants}'
 
-for w in worker-1 worker-2; do
-  "$BUILD_DIR"/examples/sluice-demo-worker --server "$URL" --token "$WORK" --name "$w" &
-  pids+=($!)
-done
-"$BUILD_DIR"/examples/sluice-demo-submitter --server "$URL" "${tenants[@]}" \
-  --bursts 3 --burst-size 12 --interval-ms 8000 &
+# worker-1: any command per job (here a shell script); worker-2: the C++ library.
+SLUICE_TOKEN="$WORK" REPORT_DIR="$DATA/reports" REPORT_MS_PER_ROW=20 \
+  "$BUILD_DIR"/worker/sluice-worker --server "$URL" --queue report-export --concurrency 2 \
+  --worker-id worker-1 -- examples/report_export.sh &
+pids+=($!)
+SLUICE_TOKEN="$WORK" "$BUILD_DIR"/examples/sluice-report-worker --server "$URL" \
+  --concurrency 2 --out "$DATA/reports" --ms-per-row 20 --worker-id worker-2 &
+pids+=($!)
+"$BUILD_DIR"/examples/sluice-submit --server "$URL" --tenant acme --tenant globex \
+  --tenant initech --jobs 12 --bursts 3 --interval-ms 8000 --rows-max 30 --deadline-in-ms 60000 &
 pids+=($!)
 
 depth() {
@@ -60,3 +67,4 @@ while [ $SECONDS -lt $end ]; do
 done
 echo "==> final state of every queue:"
 admin "$URL/v1/admin/queues" | jq -c '.queues[] | {name, version, stats}'
+echo "==> $(find "$DATA/reports" -name '*.csv' | wc -l) reports written under $DATA/reports"

@@ -1,6 +1,9 @@
 // A small C++ client for the sluice worker protocol (DESIGN.md "HTTP API v1"): long-poll
-// leases, complete, fail. Errors come back as sluice::Error with the server's code.
-// One Client per thread (it owns one keep-alive connection).
+// leases, heartbeat, complete, fail. One call = one HTTP request, no retries: errors come
+// back as sluice::Error with the server's code (IsTransient says whether to back off and
+// retry; worker/worker.h does that). One WorkerClient per thread: it owns one keep-alive
+// connection and its calls are serialized; only Interrupt() may be called from another
+// thread.
 #pragma once
 
 #include <httplib.h>
@@ -19,33 +22,63 @@ struct LeasedJob {
   std::string queue;
   std::string tenant;
   nlohmann::json payload;
-  int64_t attempt = 0;
+  int64_t cost = 1;
+  int64_t attempt = 0;  // counts from 1
   std::string lease_id;
-  std::string lease_expires_at;
+  std::string leased_at;         // RFC 3339, server clock
+  std::string lease_expires_at;  // RFC 3339, server clock
   std::optional<std::string> deadline;
+  std::optional<std::string> traceparent;  // W3C trace context, when the job carries one
+
+  // The lease length the server granted (lease_expires_at - leased_at), if both parse.
+  std::optional<int64_t> LeaseMs() const;
+};
+
+struct LeaseOptions {
+  std::vector<std::string> queues;
+  int max_jobs = 1;                 // the server accepts 1..kMaxJobsPerLease
+  int64_t wait_ms = 0;              // long-poll up to this long (server caps it)
+  std::optional<int64_t> lease_ms;  // default: the job's own lease_ms
 };
 
 class WorkerClient {
  public:
-  // `base_url` like "http://127.0.0.1:8080"; `token` a work-scoped token.
+  static constexpr int kMaxJobsPerLease = 100;
+
+  // `base_url` like "http://127.0.0.1:8080"; `token` a work-scoped token (kept in
+  // memory only, never logged); `worker_id` names this worker in the server's records.
   WorkerClient(const std::string& base_url, std::string token, std::string worker_id);
 
-  // Waits up to `wait_ms` for up to `max_jobs` jobs of `queues`.
-  Result<std::vector<LeasedJob>> Lease(const std::vector<std::string>& queues, int max_jobs,
-                                       int wait_ms);
-  Status Complete(const LeasedJob& job, const nlohmann::json& result);
-  Status Fail(const LeasedJob& job, const std::string& error, bool retryable = true,
-              std::optional<int64_t> retry_in_ms = std::nullopt);
+  // Waits up to `wait_ms` for up to `max_jobs` jobs; an empty vector when none came.
+  Result<std::vector<LeasedJob>> Lease(const LeaseOptions& options);
+  // Extends the lease to now + `extend_ms` (default: the job's lease_ms); returns the
+  // new lease_expires_at. kLeaseLost when the lease is gone: stop working on the job.
+  Result<std::string> Heartbeat(const LeasedJob& job, std::optional<int64_t> extend_ms);
+  // Both return the job's new state: "succeeded"; "queued" (to be retried) or "failed".
+  Result<std::string> Complete(const LeasedJob& job, const nlohmann::json& result);
+  // `retryable` false fails the job for good; otherwise the server retries it after
+  // `retry_in_ms` (or its full-jitter backoff) while attempts and deadline allow.
+  Result<std::string> Fail(const LeasedJob& job, const std::string& error, bool retryable = true,
+                           std::optional<int64_t> retry_in_ms = std::nullopt);
+
+  // Aborts the request in flight (e.g. a long-poll) from another thread; it returns an
+  // error. Later calls reconnect.
+  void Interrupt() { http_.stop(); }
 
  private:
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
 
   httplib::Client http_;
-  std::string token_;
   std::string worker_id_;
 };
 
-// Turns an HTTP answer into an Error (problem+json when the server sent one).
-Error ErrorFromResponse(int status, const std::string& body);
+// Turns an HTTP answer into an Error (problem+json when the server sent one). A
+// `Retry-After` header fills retry_after_s when the body has no retry_after.
+Error ErrorFromResponse(int status, const std::string& body,
+                        const std::string& retry_after_header = "");
+
+// True for errors worth retrying after a backoff: the server could not be reached or
+// answered 503 (both reported as kStorageUnavailable), 429 queue_full, 5xx internal.
+bool IsTransient(const Error& e);
 
 }  // namespace sluice

@@ -1,0 +1,85 @@
+#include "tests/testutil/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace sluice::testing {
+
+bool Eventually(const std::function<bool()>& ready, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ready();
+}
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env,
+                       std::string log_path)
+    : log_path_(std::move(log_path)) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string s(*e);
+    bool replaced = false;
+    for (const std::string& add : env) {
+      if (s.substr(0, s.find('=') + 1) == add.substr(0, add.find('=') + 1)) replaced = true;
+    }
+    if (!replaced) env_strings.push_back(s);
+  }
+  for (const std::string& add : env) env_strings.push_back(add);
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot spawn " + argv[0]);
+}
+
+Subprocess::~Subprocess() {
+  if (!status_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Subprocess::Signal(int signo) const {
+  if (!status_) kill(pid_, signo);
+}
+
+std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
+  if (status_) return status_;
+  int status = 0;
+  if (!Eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout)) {
+    return std::nullopt;
+  }
+  status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return status_;
+}
+
+std::string Subprocess::ReadLog() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace sluice::testing
