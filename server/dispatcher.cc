@@ -9,11 +9,13 @@ Dispatcher::Dispatcher(boost::asio::io_context& io, Store& store, const Clock& c
                        Micros lookahead)
     : io_(io), store_(store), clock_(clock), lookahead_(lookahead), timer_(io) {}
 
-void Dispatcher::LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done) {
+void Dispatcher::LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done,
+                            std::function<bool()> gone) {
   auto w = std::make_shared<Waiter>();
   w->request = std::move(request);
   w->deadline = clock_.Now() + std::max<int64_t>(0, wait.count()) * kMicrosPerMilli;
   w->done = std::move(done);
+  w->gone = std::move(gone);
   bool parked = false;
   {
     std::lock_guard lock(mu_);
@@ -69,25 +71,37 @@ void Dispatcher::Shutdown() {
 
 size_t Dispatcher::waiting() const {
   std::lock_guard lock(mu_);
-  return waiters_.size();
+  return static_cast<size_t>(
+      std::count_if(waiters_.begin(), waiters_.end(), [](const auto& w) { return !w->HungUp(); }));
 }
 
 bool Dispatcher::HasWaiterFor(const std::string& queue) const {
   std::lock_guard lock(mu_);
   for (const auto& w : waiters_) {
     const auto& qs = w->request.queues;
-    if (std::find(qs.begin(), qs.end(), queue) != qs.end()) return true;
+    if (!w->HungUp() && std::find(qs.begin(), qs.end(), queue) != qs.end()) return true;
   }
   return false;
 }
 
 void Dispatcher::Pump() {
-  std::vector<std::shared_ptr<Waiter>> batch;
+  std::vector<std::shared_ptr<Waiter>> batch, hung_up;
   {
     std::lock_guard lock(mu_);
     pump_posted_ = false;
-    batch.assign(waiters_.begin(), waiters_.end());
+    // A caller that hung up gets nothing: jobs leased to it would sit unseen until
+    // their lease ran out.
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if ((*it)->HungUp()) {
+        hung_up.push_back(*it);
+        it = waiters_.erase(it);
+      } else {
+        batch.push_back(*it);
+        ++it;
+      }
+    }
   }
+  for (auto& w : hung_up) w->done(std::vector<JobRecord>{});
   if (batch.empty()) return;
 
   const Micros now = clock_.Now();

@@ -36,7 +36,9 @@ class Dispatcher {
   // Parks a long-poll: `done` is called once, on the Asio thread, with the jobs leased
   // for it or with none once `wait` has passed (after Shutdown: at once, on the calling
   // thread). `done` must not block.
-  void LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done);
+  // `gone`, if given, tells that the caller hung up: it gets no jobs, and is answered.
+  void LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done,
+                  std::function<bool()> gone = nullptr);
   // LeaseAsync, blocking the calling thread until it is answered.
   Result<std::vector<JobRecord>> Lease(LeaseRequest request, std::chrono::milliseconds wait);
 
@@ -49,6 +51,7 @@ class Dispatcher {
   // later calls to Lease return at once.
   void Shutdown();
 
+  // Parked long-polls whose callers are still there.
   size_t waiting() const;
   // Whether a parked long-poll asks for `queue` (DESIGN.md blocked_by `no_worker`).
   bool HasWaiterFor(const std::string& queue) const;
@@ -58,6 +61,8 @@ class Dispatcher {
     LeaseRequest request;
     Micros deadline;
     LeaseDone done;
+    std::function<bool()> gone;
+    bool HungUp() const { return gone && gone(); }
   };
 
   void Pump();  // on the Asio thread

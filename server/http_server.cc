@@ -5,6 +5,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 // clang-format on
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -59,6 +62,9 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!self->busy_) self->Close();
     });
   }
+
+  // Any thread: whether the peer has closed its side (seen while a request waits).
+  bool PeerGone() const { return peer_gone_.load(std::memory_order_relaxed); }
 
   HttpResponse ErrorResponse(const Error& e) const {
     HttpResponse res;
@@ -162,6 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& c : captures) req_.matches.push_back(std::move(c));
 
     if (route->async_handler) {
+      WatchPeer();
       try {
         route->async_handler(req_, Reply(shared_from_this()));
       } catch (const std::exception&) {
@@ -178,6 +185,21 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       self->Send(std::move(res));
     });
+  }
+
+  // While an asynchronous handler works (a long-poll may wait for many seconds), notices
+  // a peer that hangs up, so that work meant for it can go to someone else.
+  void WatchPeer() {
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+          if (ec) return;
+          char c;
+          ssize_t n =
+              ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            self->peer_gone_ = true;
+          }
+        });
   }
 
   void Write(HttpResponse res) {
@@ -240,6 +262,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string remote_addr_;
   bool keep_alive_ = false;
   bool busy_ = false;  // between a request read and its response written
+  std::atomic<bool> peer_gone_{false};
   const uint64_t id_;
 };
 
@@ -265,6 +288,8 @@ void Reply::Send(HttpResponse res) const {
   if (state_->answered.exchange(true)) return;
   state_->session->Send(std::move(res));
 }
+
+bool Reply::PeerGone() const { return state_->session->PeerGone(); }
 
 void Reply::Later(std::function<void(HttpResponse&)> fill) const {
   if (state_->answered.exchange(true)) return;

@@ -30,6 +30,8 @@ class Reply {
   // the response it filled. For completions of asynchronous work that arrive on a
   // thread which must not spend time rendering (the store's writer).
   void Later(std::function<void(HttpResponse&)> fill) const;
+  // Whether the client has hung up while its request waited (any thread).
+  bool PeerGone() const;
 
  private:
   std::shared_ptr<ReplyState> state_;  // shared by copies; answers 500 if never sent

@@ -58,17 +58,18 @@ Result<LeaseAsk> ReadLease(App& app, const HttpRequest& req) {
 void Lease(App& app, const HttpRequest& req, Reply reply) {
   auto ask = ReadLease(app, req);
   if (!ask.ok()) return reply.Send(ErrorResponse(ask.error()));
-  app.dispatcher.LeaseAsync(std::move(ask.value().lease), ask.value().wait,
-                            [reply](Result<std::vector<JobRecord>> jobs) {
-                              // On the dispatcher's thread: render elsewhere.
-                              reply.Later([jobs = std::move(jobs)](HttpResponse& res) {
-                                if (!jobs.ok()) return RenderError(res, jobs.error());
-                                json out = json::array();
-                                for (const JobRecord& j : jobs.value())
-                                  out.push_back(LeasedJobToJson(j));
-                                RenderJson(res, 200, {{"jobs", out}});
-                              });
-                            });
+  app.dispatcher.LeaseAsync(
+      std::move(ask.value().lease), ask.value().wait,
+      [reply](Result<std::vector<JobRecord>> jobs) {
+        // On the dispatcher's thread: render elsewhere.
+        reply.Later([jobs = std::move(jobs)](HttpResponse& res) {
+          if (!jobs.ok()) return RenderError(res, jobs.error());
+          json out = json::array();
+          for (const JobRecord& j : jobs.value()) out.push_back(LeasedJobToJson(j));
+          RenderJson(res, 200, {{"jobs", out}});
+        });
+      },
+      [reply] { return reply.PeerGone(); });
 }
 
 // Authorizes a worker for the job's queue and reads the lease_id from the body.
