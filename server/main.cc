@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
 
   size_t colon = flags.listen.rfind(':');
   if (colon == std::string::npos) {
-    spdlog::error("--listen must be host:port, got '{}'", flags.listen);
+    sluice::LogEvent(spdlog::level::err, "bad_flag",
+                     {{"detail", "--listen must be host:port, got '" + flags.listen + "'"}});
     return 2;
   }
   const std::string host = flags.listen.substr(0, colon);
@@ -113,7 +114,9 @@ int main(int argc, char** argv) {
   };
   auto opened = sluice::SqliteStore::Open(store_options);
   if (!opened.ok()) {
-    spdlog::error("{}", opened.error().detail);
+    sluice::LogEvent(spdlog::level::err, "storage_open_failed",
+                     {{"detail", opened.error().detail}});
+    spdlog::shutdown();
     return 1;
   }
   std::unique_ptr<sluice::SqliteStore> store = std::move(opened.value());
@@ -122,21 +125,27 @@ int main(int argc, char** argv) {
   if (!flags.config.empty()) {
     auto config = sluice::LoadConfig(flags.config);
     if (!config.ok()) {
-      spdlog::error("{}", config.error().detail);
+      sluice::LogEvent(spdlog::level::err, "config_invalid", {{"detail", config.error().detail}});
+      spdlog::shutdown();
       return 2;
     }
     auto applied = sluice::ApplyConfig(config.value(), *store, clock.Now());
     if (!applied.ok()) {
-      spdlog::error("applying config: {}", applied.error().detail);
+      sluice::LogEvent(spdlog::level::err, "config_not_applied",
+                       {{"detail", applied.error().detail}});
+      spdlog::shutdown();
       return 1;
     }
-    spdlog::info("config {}: {} queue(s) declared, {} written", flags.config,
-                 config.value().queues.size(), applied.value());
+    sluice::LogEvent(spdlog::level::info, "config_applied",
+                     {{"config", flags.config},
+                      {"queues", config.value().queues.size()},
+                      {"written", applied.value()}});
   }
 
   const std::string admin_token = AdminTokenFromEnv();
   if (admin_token.empty()) {
-    spdlog::warn("SLUICE_ADMIN_TOKEN is not set: the admin API is disabled");
+    sluice::LogEvent(spdlog::level::warn, "admin_disabled",
+                     {{"detail", "SLUICE_ADMIN_TOKEN is not set: the admin API is disabled"}});
   }
   sluice::Authenticator auth(*store, admin_token);
 
@@ -183,21 +192,24 @@ int main(int argc, char** argv) {
       });
   auto bound = server.Listen(host, port);
   if (!bound.ok()) {
-    spdlog::error("{}", bound.error().detail);
+    sluice::LogEvent(spdlog::level::err, "listen_failed", {{"detail", bound.error().detail}});
+    spdlog::shutdown();
     return 1;
   }
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    spdlog::info("signal {}: draining", signo);
+    sluice::LogEvent(spdlog::level::info, "draining", {{"signal", signo}});
     dispatcher.Shutdown();  // answers waiting long-polls
     server.Stop();
   });
   std::thread io_thread([&] { io.run(); });
 
-  spdlog::info("sluiced listening on {}:{} (db {}, synchronous={})", host, bound.value(), flags.db,
-               flags.synchronous);
+  sluice::LogEvent(spdlog::level::info, "listening",
+                   {{"address", host + ":" + std::to_string(bound.value())},
+                    {"db", flags.db},
+                    {"synchronous", flags.synchronous}});
   if (!flags.port_file.empty()) {
     std::string tmp = flags.port_file + ".tmp";
     std::ofstream(tmp) << bound.value() << "\n";
@@ -208,7 +220,7 @@ int main(int argc, char** argv) {
   work.reset();
   io.stop();
   io_thread.join();
-  spdlog::info("sluiced stopped");
+  sluice::LogEvent(spdlog::level::info, "stopped", nlohmann::json::object());
   spdlog::shutdown();  // flushes the asynchronous log
   return 0;
 }
