@@ -162,6 +162,59 @@ void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
   RenderJson(res, 201, out);
 }
 
+// POST /v1/admin/queues/{q}:simulate: the live backlog under the current and a
+// proposed policy, side by side; nothing changes.
+void Simulate(App& app, const HttpRequest& req, HttpResponse& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return RenderError(res, body.error());
+  auto proposed = PolicyFromJson(body.value());
+  if (!proposed.ok()) return RenderError(res, proposed.error());
+  auto current = app.store.GetQueue(req.matches[1]);
+  if (!current.ok()) return RenderError(res, current.error());
+  auto backlog = app.store.Backlog(req.matches[1]);
+  if (!backlog.ok()) return RenderError(res, backlog.error());
+  const Micros now = app.clock.Now();
+  auto before = ProjectDrain(current.value().policy, backlog.value(), now);
+  auto after = ProjectDrain(proposed.value(), backlog.value(), now);
+  auto side = [&](const DrainProjection& d, const BucketPolicy& p) {
+    return json{{"drain_seconds", static_cast<double>(d.last_release - now) / kMicrosPerSecond},
+                {"drained_at", FormatRfc3339(d.last_release)},
+                {"missed_deadlines", d.missed_deadlines},
+                {"rate", RateFromMilli(p.rate_milli)},
+                {"capacity", p.capacity}};
+  };
+  json tenants = json::array();
+  int64_t missed_before = 0, missed_after = 0;
+  double drain_before = 0, drain_after = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const std::string& t = before[i].tenant;
+    json cur = side(before[i], current.value().policy.ForTenant(t));
+    json pro = side(after[i], proposed.value().ForTenant(t));
+    missed_before += before[i].missed_deadlines;
+    missed_after += after[i].missed_deadlines;
+    drain_before = std::max(drain_before, cur["drain_seconds"].get<double>());
+    drain_after = std::max(drain_after, pro["drain_seconds"].get<double>());
+    if (before[i].jobs == 0) continue;
+    tenants.push_back({{"tenant", t},
+                       {"queued", before[i].jobs},
+                       {"queued_cost", before[i].cost},
+                       {"current", cur},
+                       {"proposed", pro}});
+  }
+  RenderJson(res, 200,
+             {{"queue", std::string(req.matches[1])},
+              {"at", FormatRfc3339(now)},
+              {"assumes", "workers keep up; caps and not_before are not modelled"},
+              {"current", {{"drain_seconds", drain_before}, {"missed_deadlines", missed_before}}},
+              {"proposed",
+               {{"drain_seconds", drain_after},
+                {"missed_deadlines", missed_after},
+                {"policy", PolicyToJson(proposed.value())}}},
+              {"tenants", tenants}});
+}
+
 void DeleteQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
@@ -230,6 +283,8 @@ void RegisterAdminRoutes(Router& router, App& app) {
   router.Add("GET", "/v1/admin/queues", [&app](Req req, Res res) { ListQueues(app, req, res); });
   router.Add("PUT", "/v1/admin/queues/{}", [&app](Req req, Res res) { PutQueue(app, req, res); });
   router.Add("GET", "/v1/admin/queues/{}", [&app](Req req, Res res) { GetQueue(app, req, res); });
+  router.Add("POST", "/v1/admin/queues/{}:simulate",
+             [&app](Req req, Res res) { Simulate(app, req, res); });
   router.Add("DELETE", "/v1/admin/queues/{}",
              [&app](Req req, Res res) { DeleteQueue(app, req, res); });
   router.Add("GET", "/v1/admin/queues/{}/tenants",

@@ -45,6 +45,11 @@ constexpr const char* kQueueBusy =
     "SELECT COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0) FROM buckets "
     "WHERE queue = ?";
 constexpr const char* kDeleteQueue = "DELETE FROM queues WHERE name = ?";
+constexpr const char* kBacklogBuckets =
+    "SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = ? ORDER BY tenant";
+constexpr const char* kBacklogJobs =
+    "SELECT tenant, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head "
+    "WHERE queue = ? AND state = 'queued' ORDER BY tenant, seq";
 constexpr const char* kUpsertQueue =
     "INSERT INTO queues (name, policy, version, paused, created_at, updated_at) "
     "VALUES (?1, ?2, 1, 0, ?3, ?3) "
@@ -994,6 +999,28 @@ Result<TokenRecord> SqliteStore::RevokeToken(const std::string& id, Micros now) 
   });
   ForgetToken(id);  // after the commit: the next request reads the revocation
   return r;
+}
+
+Result<std::vector<TenantBacklog>> SqliteStore::Backlog(const std::string& queue) {
+  return Read<std::vector<TenantBacklog>>([&](Db& db) -> Result<std::vector<TenantBacklog>> {
+    if (!LoadQueue(db, queue)) return UnknownQueue(queue);
+    std::vector<TenantBacklog> out;
+    std::map<std::string, size_t> index;
+    Stmt b = db.Prepare(kBacklogBuckets);
+    b.BindAll(queue);
+    while (b.Step()) {
+      index[b.Text(0)] = out.size();
+      out.push_back(TenantBacklog{b.Text(0), ScheduleInstant{b.Int(1), b.Int(2)}, {}});
+    }
+    Stmt j = db.Prepare(kBacklogJobs);
+    j.BindAll(queue);
+    while (j.Step()) {
+      auto it = index.find(j.Text(0));
+      if (it == index.end()) continue;  // every queued job has a bucket
+      out[it->second].jobs.push_back(BacklogJob{j.Int(1), j.OptInt(2)});
+    }
+    return out;
+  });
 }
 
 Status SqliteStore::DeleteQueue(const std::string& queue) {

@@ -41,6 +41,7 @@ class SqliteStore final : public Store {
   Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) override;
   Status SetPaused(const std::string& queue, bool paused, Micros now) override;
   Status DeleteQueue(const std::string& queue) override;
+  Result<std::vector<TenantBacklog>> Backlog(const std::string& queue) override;
 
   void SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) override;
   Result<JobRecord> GetJob(const std::string& id) override;

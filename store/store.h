@@ -17,6 +17,7 @@
 #include "shaper/admission.h"
 #include "shaper/dispatch.h"
 #include "shaper/policy.h"
+#include "shaper/simulate.h"
 #include "store/job_state.h"
 
 namespace sluice {
@@ -185,6 +186,8 @@ class Store {
   // Deletes a queue with nothing queued or leased (conflict otherwise); its finished
   // jobs stay until the retention cleans them.
   virtual Status DeleteQueue(const std::string& queue) = 0;
+  // Every bucket's schedule and queued jobs (FIFO), for a policy dry-run.
+  virtual Result<std::vector<TenantBacklog>> Backlog(const std::string& queue) = 0;
 
   // The hot writes come in two forms. The asynchronous one calls `done` once the change
   // is durable (or has failed), on a store thread: `done` must be quick and never

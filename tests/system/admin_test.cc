@@ -186,6 +186,30 @@ TEST_CASE("admin: a traceparent given at submit reaches the worker with the leas
   CHECK(by_id[bad.body["id"]]["traceparent"].is_null());
 }
 
+TEST_CASE("admin: a policy dry-run projects drain times and deadline misses, changing nothing") {
+  Fixture f;
+  REQUIRE(f.Admin("PUT", "/v1/admin/queues/q", {{"rate", 10}, {"capacity", 100}}).status == 200);
+  std::string acme = f.NewToken({{"scopes", {"submit"}}, {"tenant", "acme"}})["token"];
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(f.Submit(acme, "q", {{"payload", i}, {"deadline_in_ms", 2000}}).status == 202);
+  }
+  auto sim = f.Admin("POST", "/v1/admin/queues/q:simulate", {{"rate", 1}, {"capacity", 100}});
+  REQUIRE(sim.status == 200);
+  CHECK(sim.body["current"]["missed_deadlines"] == 0);
+  CHECK(sim.body["current"]["drain_seconds"].get<double>() <= 0.5);
+  // At 1/s the jobs leave at about +0, +1, +2, +3, +4 s: the last three miss +2 s.
+  CHECK(sim.body["proposed"]["missed_deadlines"] == 3);
+  CHECK(sim.body["proposed"]["drain_seconds"].get<double>() >= 3.5);
+  REQUIRE(sim.body["tenants"].size() == 1);
+  CHECK(sim.body["tenants"][0]["tenant"] == "acme");
+  CHECK(sim.body["tenants"][0]["queued"] == 5);
+  auto q = f.Admin("GET", "/v1/admin/queues/q");
+  CHECK(q.body["version"] == 1);
+  CHECK(q.body["rate"] == 10.0);
+  CHECK(f.Admin("POST", "/v1/admin/queues/q:simulate", {{"rate", -1}}).status == 400);
+  CHECK(f.Admin("POST", "/v1/admin/queues/nope:simulate", {{"rate", 1}}).status == 404);
+}
+
 TEST_CASE("admin: no token ever appears in a log line; rejections and requests are logged") {
   ServerOptions options;
   options.extra_args = {"--log-format", "json"};
