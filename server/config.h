@@ -1,10 +1,13 @@
-// The optional config file (--config): queues declared at start. Applying it is
-// idempotent: a queue whose stored policy already equals the file's is left alone,
-// so restarts do not bump policy versions.
+// The optional config file (--config): queues and tokens declared at start. Applying
+// it is idempotent: a queue whose stored policy already equals the file's is left
+// alone, so restarts do not bump policy versions; a declared token is created once
+// (the file holds only its id and the SHA-256 of the whole token, never the secret;
+// a token revoked through the API stays revoked).
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "shaper/policy.h"
@@ -14,11 +17,13 @@ namespace sluice {
 
 struct Config {
   std::map<std::string, QueuePolicy> queues;
+  std::vector<TokenRecord> tokens;
 };
 
 Result<Config> LoadConfig(const std::string& path);
 
-// Creates or updates the declared queues. Returns how many were written.
+// Creates or updates the declared queues, creates the declared tokens. Returns how
+// many were written. A declared token whose id exists with another hash is an error.
 Result<int> ApplyConfig(const Config& config, Store& store, Micros now);
 
 }  // namespace sluice

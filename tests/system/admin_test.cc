@@ -2,12 +2,15 @@
 // queues deleted, totals, Prometheus /metrics, traceparent, and logs that never hold
 // a token.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include "common/crypto.h"
 #include "tests/testutil/server_process.h"
+#include "tests/testutil/temp_dir.h"
 
 namespace sluice::testing {
 namespace {
@@ -208,6 +211,38 @@ TEST_CASE("admin: a policy dry-run projects drain times and deadline misses, cha
   CHECK(q.body["rate"] == 10.0);
   CHECK(f.Admin("POST", "/v1/admin/queues/q:simulate", {{"rate", -1}}).status == 400);
   CHECK(f.Admin("POST", "/v1/admin/queues/nope:simulate", {{"rate", 1}}).status == 404);
+}
+
+TEST_CASE("admin: queues and tokens declared in the config file, once") {
+  TempDir dir;
+  const std::string token = "tok_cfg.a-long-random-secret-for-the-test";
+  json config = {{"queues", {{"exports", {{"rate", 5}, {"capacity", 10}}}}},
+                 {"tokens",
+                  {{{"id", "tok_cfg"},
+                    {"sha256", Sha256Hex(token)},
+                    {"scopes", {"submit"}},
+                    {"tenant", "acme"}}}}};
+  const std::string path = dir.File("sluice.json");
+  std::ofstream(path) << config.dump();
+  ServerOptions options;
+  options.db_path = dir.File("sluice.db");
+  options.extra_args = {"--config", path};
+  for (int start = 0; start < 2; ++start) {  // a restart applies the file again
+    Fixture f(options);
+    REQUIRE(f.Submit(token, "exports", {{"payload", start}}).status == 202);
+    CHECK(f.Admin("GET", "/v1/admin/tokens").body["tokens"].size() == 1);
+    CHECK(f.Admin("GET", "/v1/admin/queues/exports").body["version"] == 1);
+  }
+  // The same id with another secret: the server refuses to start.
+  config["tokens"][0]["sha256"] = Sha256Hex("tok_cfg.another-secret");
+  std::ofstream(path) << config.dump();
+  const std::string cmd = std::string(SLUICED_BINARY) + " --listen 127.0.0.1:0 --db " +
+                          options.db_path + " --config " + path + " 2>" + dir.File("err.log");
+  CHECK(std::system(cmd.c_str()) != 0);
+  std::ifstream err(dir.File("err.log"));
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  CHECK(text.find("another secret") != std::string::npos);
+  CHECK(text.find("a-long-random-secret") == std::string::npos);
 }
 
 TEST_CASE("admin: no token ever appears in a log line; rejections and requests are logged") {
