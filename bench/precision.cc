@@ -137,6 +137,9 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
       json lease = {{"queues", {queue}},
                     {"max_jobs", max_jobs},
                     {"wait_ms", 1000},
+                    // Acks trail releases at 10k/s on a slow disk: a lease must outlive
+                    // the completers' backlog.
+                    {"lease_ms", 600000},
                     {"worker_id", "w" + std::to_string(w)}};
       while (received.load() < expected) {
         auto res = c->Post("/v1/leases", lease.dump(), "application/json");
@@ -160,7 +163,9 @@ std::map<std::string, std::vector<double>> Drain(ServerProcess& server, const st
       }
     });
   }
-  const int completers = std::max(4, workers);
+  // Each ack waits for a flushed commit (~1 ms here or more): enough connections that
+  // acks keep up with the releases.
+  const int completers = std::max(32, 4 * workers);
   for (int k = 0; k < completers; ++k) {
     pool.emplace_back([&] {
       auto c = server.Client(work_token);
