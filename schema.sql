@@ -22,6 +22,14 @@ CREATE TABLE IF NOT EXISTS buckets (
   queued_count  INTEGER NOT NULL DEFAULT 0 CHECK (queued_count >= 0),
   queued_cost   INTEGER NOT NULL DEFAULT 0 CHECK (queued_cost >= 0),
   leased        INTEGER NOT NULL DEFAULT 0 CHECK (leased >= 0),
+  -- totals since the bucket was created (store/sqlite_store.cc kMigrations adds them
+  -- to databases made before they existed)
+  admitted_total        INTEGER NOT NULL DEFAULT 0,
+  released_total        INTEGER NOT NULL DEFAULT 0,
+  succeeded_total       INTEGER NOT NULL DEFAULT 0,
+  failed_total          INTEGER NOT NULL DEFAULT 0,
+  expired_total         INTEGER NOT NULL DEFAULT 0,
+  lease_timeouts_total  INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (queue, tenant)
 ) STRICT, WITHOUT ROWID;
 
@@ -51,6 +59,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   result            TEXT,                      -- JSON
   errors            TEXT NOT NULL DEFAULT '[]',  -- JSON array, one entry per failed attempt
   finished_at       INTEGER,
+  traceparent       TEXT,                      -- W3C trace context from submit
   -- A job holds a lease exactly while it is leased.
   CHECK ((state = 'leased') = (lease_id IS NOT NULL AND lease_expires_at IS NOT NULL)),
   CHECK ((state IN ('succeeded', 'failed', 'expired', 'canceled')) = (finished_at IS NOT NULL))

@@ -4,6 +4,7 @@
 
 #include "server/auth.h"
 #include "server/dispatcher.h"
+#include "server/metrics.h"
 #include "server/router.h"
 #include "shaper/clock.h"
 #include "store/store.h"
@@ -15,6 +16,7 @@ struct App {
   Authenticator& auth;
   Dispatcher& dispatcher;
   const Clock& clock;
+  Metrics& metrics;
   int64_t max_wait_ms = 30000;  // longest long-poll a worker may ask for
 };
 

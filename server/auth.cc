@@ -29,13 +29,20 @@ Authenticator::Authenticator(Store& store, const std::string& admin_token) : sto
   if (!admin_token.empty()) admin_hash_ = Sha256Hex(admin_token);
 }
 
-Result<Principal> Authenticator::Authenticate(const HttpRequest& req) const {
+std::string BearerToken(const HttpRequest& req) {
   const std::string header = req.get_header_value("Authorization");
   static constexpr std::string_view kBearer = "Bearer ";
   if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
+    return "";
+  }
+  return header.substr(kBearer.size());
+}
+
+Result<Principal> Authenticator::Authenticate(const HttpRequest& req) const {
+  const std::string token = BearerToken(req);
+  if (token.empty()) {
     return MakeError(ErrorCode::kUnauthorized, "an Authorization: Bearer token is required");
   }
-  const std::string token = header.substr(kBearer.size());
   const std::string hash = Sha256Hex(token);
   const Error bad = MakeError(ErrorCode::kUnauthorized, "the token is not valid");
 

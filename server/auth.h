@@ -34,6 +34,9 @@ struct MintedToken {
 
 MintedToken MintToken();
 
+// The bearer token of a request ("" when there is none). Never log it: see TokenDigest.
+std::string BearerToken(const HttpRequest& req);
+
 class Authenticator {
  public:
   // `admin_token`: the plaintext from SLUICE_ADMIN_TOKEN; empty disables admin access.

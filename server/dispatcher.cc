@@ -6,8 +6,13 @@
 namespace sluice {
 
 Dispatcher::Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock,
-                       Micros lookahead)
-    : io_(io), store_(store), clock_(clock), lookahead_(lookahead), timer_(io) {}
+                       Micros lookahead, std::function<void(Micros)> on_release)
+    : io_(io),
+      store_(store),
+      clock_(clock),
+      lookahead_(lookahead),
+      on_release_(std::move(on_release)),
+      timer_(io) {}
 
 void Dispatcher::LeaseAsync(LeaseRequest request, std::chrono::milliseconds wait, LeaseDone done,
                             std::function<bool()> gone) {
@@ -152,7 +157,7 @@ void Dispatcher::Pump() {
 void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord> jobs, Micros at) {
   const Micros now = clock_.Now();
   if (at <= now) {
-    w->done(std::move(jobs));
+    Deliver(*w, std::move(jobs));
     return;
   }
   auto timer = std::make_shared<boost::asio::steady_timer>(io_);
@@ -163,8 +168,16 @@ void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord
       [this, w, it, jobs = std::move(jobs)](const boost::system::error_code&) mutable {
         // On time, or early at shutdown (cancelled): the leases are committed either way.
         handouts_.erase(it);
-        w->done(std::move(jobs));
+        Deliver(*w, std::move(jobs));
       });
+}
+
+void Dispatcher::Deliver(Waiter& w, std::vector<JobRecord> jobs) {
+  if (on_release_) {
+    const Micros now = clock_.Now();
+    for (const JobRecord& j : jobs) on_release_(now - j.leased_at.value_or(now));
+  }
+  w.done(std::move(jobs));
 }
 
 void Dispatcher::ArmTimer(Micros wake_at, Micros now) {

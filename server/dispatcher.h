@@ -28,8 +28,10 @@ namespace sluice {
 class Dispatcher {
  public:
   // `lookahead`: releases due this soon are committed ahead and handed out on time.
+  // `on_release`, if set, hears each job's hand-out lag: hand-out time minus its
+  // release time (µs; on the Asio thread).
   Dispatcher(boost::asio::io_context& io, Store& store, const Clock& clock,
-             Micros lookahead = 10000);
+             Micros lookahead = 10000, std::function<void(Micros)> on_release = nullptr);
 
   using LeaseDone = std::function<void(Result<std::vector<JobRecord>>)>;
 
@@ -69,11 +71,13 @@ class Dispatcher {
   void ArmTimer(Micros wake_at, Micros now);
   // Completes `w` with `jobs` at `at` (their release time), or now if that has passed.
   void HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord> jobs, Micros at);
+  void Deliver(Waiter& w, std::vector<JobRecord> jobs);
 
   boost::asio::io_context& io_;
   Store& store_;
   const Clock& clock_;
   const Micros lookahead_;
+  std::function<void(Micros)> on_release_;
   boost::asio::steady_timer timer_;  // used on the Asio thread only
   // Leases committed ahead of their release time, waiting to go out (Asio thread only).
   std::list<std::shared_ptr<boost::asio::steady_timer>> handouts_;

@@ -80,6 +80,20 @@ bool ValidQueueName(const std::string& name) {
   return true;
 }
 
+bool ValidTraceparent(const std::string& tp) {
+  if (tp.size() != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-') return false;
+  auto hex = [&](size_t from, size_t n) {
+    bool nonzero = false;
+    for (size_t i = from; i < from + n; ++i) {
+      char c = tp[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+      nonzero = nonzero || c != '0';
+    }
+    return nonzero || n == 2;
+  };
+  return tp.compare(0, 2, "00") == 0 && hex(3, 32) && hex(36, 16) && hex(53, 2);
+}
+
 namespace {
 
 json TimeOrNull(const std::optional<Micros>& t) {
@@ -112,7 +126,8 @@ json JobToJson(const JobRecord& job) {
             {"lease_expires_at", TimeOrNull(job.lease_expires_at)},
             {"result", ParseStored(job.result)},
             {"errors", ParseStored(job.errors)},
-            {"finished_at", TimeOrNull(job.finished_at)}};
+            {"finished_at", TimeOrNull(job.finished_at)},
+            {"traceparent", job.traceparent ? json(*job.traceparent) : json()}};
   return j;
 }
 
@@ -126,7 +141,24 @@ json LeasedJobToJson(const JobRecord& job) {
           {"lease_id", job.lease_id.value_or("")},
           {"lease_expires_at", TimeOrNull(job.lease_expires_at)},
           {"leased_at", TimeOrNull(job.leased_at)},
-          {"deadline", TimeOrNull(job.deadline)}};
+          {"deadline", TimeOrNull(job.deadline)},
+          {"traceparent", job.traceparent ? json(*job.traceparent) : json()}};
+}
+
+json TotalsToJson(const Totals& t) {
+  return {{"admitted", t.admitted}, {"released", t.released}, {"succeeded", t.succeeded},
+          {"failed", t.failed},     {"expired", t.expired},   {"lease_timeouts", t.lease_timeouts}};
+}
+
+json TokenToJson(const TokenRecord& t) {
+  json scopes = json::array();
+  for (Scope s : t.scopes) scopes.push_back(ScopeName(s));
+  return {{"id", t.id},
+          {"tenant", t.tenant ? json(*t.tenant) : json()},
+          {"scopes", scopes},
+          {"queues", t.queues ? json(*t.queues) : json()},
+          {"created_at", FormatRfc3339(t.created_at)},
+          {"revoked_at", TimeOrNull(t.revoked_at)}};
 }
 
 json QueueToJson(const QueueInfo& q) {
@@ -136,6 +168,7 @@ json QueueToJson(const QueueInfo& q) {
   j["paused"] = q.paused;
   j["stats"] = {
       {"queued", q.stats.queued}, {"queued_cost", q.stats.queued_cost}, {"leased", q.stats.leased}};
+  j["totals"] = TotalsToJson(q.stats.totals);
   return j;
 }
 

@@ -28,8 +28,18 @@ Result<std::optional<bool>> BoolField(const nlohmann::json& j, const char* name)
 // Queue names: 1-64 of [A-Za-z0-9._-].
 bool ValidQueueName(const std::string& name);
 
+// A W3C traceparent: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids
+// not all zero.
+bool ValidTraceparent(const std::string& tp);
+
 nlohmann::json JobToJson(const JobRecord& job);
 nlohmann::json LeasedJobToJson(const JobRecord& job);
+// A queue: its policy, version, paused, stats {queued, queued_cost, leased} and totals
+// {admitted, released, succeeded, failed, expired, lease_timeouts} (the caller may add
+// counts kept in memory, such as rejections).
 nlohmann::json QueueToJson(const QueueInfo& q);
+nlohmann::json TotalsToJson(const Totals& t);
+// A token as the admin API lists it: never its secret or hash.
+nlohmann::json TokenToJson(const TokenRecord& t);
 
 }  // namespace sluice

@@ -7,10 +7,15 @@
 // clang-format on
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include "common/random.h"
 
 namespace sluice {
 
@@ -151,6 +156,10 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     req_.body = std::move(msg.body());
     req_.remote_addr = remote_addr_;
+    req_.request_id = RequestId(req_.get_header_value("X-Request-Id"));
+    started_ = std::chrono::steady_clock::now();
+    route_.clear();
+    in_request_ = true;
 
     const Router::Route* route = nullptr;
     std::vector<std::string> captures;
@@ -163,6 +172,7 @@ class Session : public std::enable_shared_from_this<Session> {
       case Router::Found::kRoute:
         break;
     }
+    route_ = route->pattern;
     req_.matches.reserve(captures.size() + 1);
     req_.matches.push_back(req_.path);
     for (auto& c : captures) req_.matches.push_back(std::move(c));
@@ -202,7 +212,29 @@ class Session : public std::enable_shared_from_this<Session> {
         });
   }
 
+  // The client's id if it is short and plain, else ours: "<process>-<counter>".
+  std::string RequestId(const std::string& given) {
+    if (!given.empty() && given.size() <= 64 && std::all_of(given.begin(), given.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        })) {
+      return given;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "-%llx",
+                  static_cast<unsigned long long>(server_.request_counter_.fetch_add(1) + 1));
+    return server_.id_prefix_ + buf;
+  }
+
   void Write(HttpResponse res) {
+    if (in_request_) {
+      in_request_ = false;
+      res.set_header("X-Request-Id", req_.request_id);
+      if (server_.on_request_) {
+        server_.on_request_(
+            req_, route_, res.status,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+      }
+    }
     res_ = {};
     res_.version(11);
     res_.result(static_cast<unsigned>(res.status));
@@ -263,6 +295,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = false;
   bool busy_ = false;  // between a request read and its response written
   std::atomic<bool> peer_gone_{false};
+  bool in_request_ = false;  // a parsed request awaits its answer
+  std::string route_;        // its route pattern ("" when none matched)
+  std::chrono::steady_clock::time_point started_;
   const uint64_t id_;
 };
 
@@ -299,10 +334,13 @@ void Reply::Later(std::function<void(HttpResponse&)> fill) const {
 // ---- HttpServer --------------------------------------------------------------------
 
 HttpServer::HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router,
-                       std::function<void(const Error&, HttpResponse&)> on_error)
+                       std::function<void(const Error&, HttpResponse&)> on_error,
+                       RequestObserver on_request)
     : options_(options),
       router_(std::move(router)),
       on_error_(std::move(on_error)),
+      on_request_(std::move(on_request)),
+      id_prefix_(RandomId("", 4)),
       io_(io),
       handlers_(static_cast<size_t>(std::max(1, options.handler_threads))),
       acceptor_(io_) {}

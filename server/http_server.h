@@ -37,13 +37,19 @@ struct HttpServerOptions {
   std::chrono::seconds io_timeout{60};         // longest read of one request or write
 };
 
+// Hears of every answered request: the route pattern ("" when none matched), the
+// status, and the time from request read to response handed to the socket.
+using RequestObserver = std::function<void(const HttpRequest& req, const std::string& route,
+                                           int status, double seconds)>;
+
 class HttpServer {
  public:
   // `on_error` renders a transport error (404, 405, 413, 400, 500) as a response.
   // `io` runs the connections (Run() runs it on options.io_threads threads); it must
   // outlive the server.
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, Router router,
-             std::function<void(const Error&, HttpResponse&)> on_error);
+             std::function<void(const Error&, HttpResponse&)> on_error,
+             RequestObserver on_request = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -62,6 +68,9 @@ class HttpServer {
   HttpServerOptions options_;
   Router router_;
   std::function<void(const Error&, HttpResponse&)> on_error_;
+  RequestObserver on_request_;
+  std::atomic<uint64_t> request_counter_{0};
+  std::string id_prefix_;  // random per process, so request ids differ across restarts
   boost::asio::io_context& io_;
   boost::asio::thread_pool handlers_;
   boost::asio::ip::tcp::acceptor acceptor_;

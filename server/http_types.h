@@ -21,6 +21,7 @@ struct HttpRequest {
   // [0] the path, then each segment the route captured, percent-decoded.
   std::vector<std::string> matches;
   std::string remote_addr;
+  std::string request_id;  // the client's X-Request-Id if sane, else one of ours
 
   // Header names compare case-insensitively; the first value wins.
   bool has_header(std::string_view name) const;

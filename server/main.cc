@@ -1,21 +1,24 @@
 // sluiced: the sluice server. Wires the store, the dispatcher and the HTTP routes,
 // and drains gracefully on SIGINT/SIGTERM.
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 
+#include "common/random.h"
 #include "server/app.h"
 #include "server/asio.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/log.h"
 #include "server/maintenance.h"
+#include "server/metrics.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -32,6 +35,9 @@ struct Flags {
   int64_t max_wait_ms = 30000;
   int64_t lookahead_us = 10000;
   int64_t retention_hours = 168;
+  std::string log_format = "text";
+  bool access_log = true;
+  size_t metrics_max_tenants = 100;
 };
 
 std::string AdminTokenFromEnv() {
@@ -50,7 +56,6 @@ std::string AdminTokenFromEnv() {
 int main(int argc, char** argv) {
   // A file-size limit must make writes fail (EFBIG -> storage_unavailable), not kill us.
   std::signal(SIGXFSZ, SIG_IGN);
-  spdlog::set_default_logger(spdlog::stderr_color_mt("sluiced"));  // logs go to stderr
   Flags flags;
   CLI::App cli{"sluiced: a traffic-shaping job queue server"};
   cli.add_option("--listen", flags.listen, "host:port to listen on (port 0 picks a free one)");
@@ -73,11 +78,23 @@ int main(int argc, char** argv) {
   cli.add_option("--retention-hours", flags.retention_hours,
                  "how long finished jobs (and idempotency keys) are kept")
       ->check(CLI::Range(0, 24 * 3650));
+  cli.add_option("--log-format", flags.log_format, "log lines as text (logfmt) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cli.add_flag("--access-log,!--no-access-log", flags.access_log,
+               "one log line per request (default on)");
+  cli.add_option("--metrics-max-tenants", flags.metrics_max_tenants,
+                 "tenant label values per metric; the rest are counted as tenant=\"other\"")
+      ->check(CLI::Range(1, 100000));
   CLI11_PARSE(cli, argc, argv);
+  sluice::ConfigureLogging(
+      flags.log_format == "json" ? sluice::LogFormat::kJson : sluice::LogFormat::kText,
+      sluice::RandomId("", 6));
+  sluice::Metrics metrics(flags.metrics_max_tenants);
 
   size_t colon = flags.listen.rfind(':');
   if (colon == std::string::npos) {
-    spdlog::error("--listen must be host:port, got '{}'", flags.listen);
+    sluice::LogEvent(spdlog::level::err, "bad_flag",
+                     {{"detail", "--listen must be host:port, got '" + flags.listen + "'"}});
     return 2;
   }
   const std::string host = flags.listen.substr(0, colon);
@@ -89,12 +106,17 @@ int main(int argc, char** argv) {
   sluice::SqliteStoreOptions store_options;
   store_options.path = flags.db;
   store_options.synchronous = flags.synchronous;
+  store_options.on_commit = [&metrics](double seconds, size_t ops, bool flushed) {
+    metrics.ObserveCommit(seconds, ops, flushed);
+  };
   store_options.completions = [&http_io](std::function<void()> fn) {
     boost::asio::post(http_io, std::move(fn));
   };
   auto opened = sluice::SqliteStore::Open(store_options);
   if (!opened.ok()) {
-    spdlog::error("{}", opened.error().detail);
+    sluice::LogEvent(spdlog::level::err, "storage_open_failed",
+                     {{"detail", opened.error().detail}});
+    spdlog::shutdown();
     return 1;
   }
   std::unique_ptr<sluice::SqliteStore> store = std::move(opened.value());
@@ -103,28 +125,37 @@ int main(int argc, char** argv) {
   if (!flags.config.empty()) {
     auto config = sluice::LoadConfig(flags.config);
     if (!config.ok()) {
-      spdlog::error("{}", config.error().detail);
+      sluice::LogEvent(spdlog::level::err, "config_invalid", {{"detail", config.error().detail}});
+      spdlog::shutdown();
       return 2;
     }
     auto applied = sluice::ApplyConfig(config.value(), *store, clock.Now());
     if (!applied.ok()) {
-      spdlog::error("applying config: {}", applied.error().detail);
+      sluice::LogEvent(spdlog::level::err, "config_not_applied",
+                       {{"detail", applied.error().detail}});
+      spdlog::shutdown();
       return 1;
     }
-    spdlog::info("config {}: {} queue(s) declared, {} written", flags.config,
-                 config.value().queues.size(), applied.value());
+    sluice::LogEvent(spdlog::level::info, "config_applied",
+                     {{"config", flags.config},
+                      {"queues", config.value().queues.size()},
+                      {"written", applied.value()}});
   }
 
   const std::string admin_token = AdminTokenFromEnv();
   if (admin_token.empty()) {
-    spdlog::warn("SLUICE_ADMIN_TOKEN is not set: the admin API is disabled");
+    sluice::LogEvent(spdlog::level::warn, "admin_disabled",
+                     {{"detail", "SLUICE_ADMIN_TOKEN is not set: the admin API is disabled"}});
   }
   sluice::Authenticator auth(*store, admin_token);
 
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
-  sluice::Dispatcher dispatcher(io, *store, clock, flags.lookahead_us);
-  sluice::App app{*store, auth, dispatcher, clock, flags.max_wait_ms};
+  sluice::Dispatcher dispatcher(
+      io, *store, clock, flags.lookahead_us, [&metrics](sluice::Micros lag) {
+        metrics.ObserveReleaseLag(static_cast<double>(lag) / sluice::kMicrosPerSecond);
+      });
+  sluice::App app{*store, auth, dispatcher, clock, metrics, flags.max_wait_ms};
 
   sluice::LeaseReaper reaper(*store);
   sluice::DeadlineExpirer expirer(*store);
@@ -145,24 +176,40 @@ int main(int argc, char** argv) {
   http_options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
-      [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); });
+      [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },
+      [&metrics, access_log = flags.access_log](
+          const sluice::HttpRequest& req, const std::string& route, int status, double seconds) {
+        metrics.ObserveRequest(req.method, route.empty() ? "unmatched" : route, status, seconds);
+        if (access_log) {
+          sluice::LogEvent(spdlog::level::info, "request",
+                           {{"request_id", req.request_id},
+                            {"method", req.method},
+                            {"path", req.path},
+                            {"status", status},
+                            {"duration_ms", std::round(seconds * 1e6) / 1e3},
+                            {"remote", req.remote_addr}});
+        }
+      });
   auto bound = server.Listen(host, port);
   if (!bound.ok()) {
-    spdlog::error("{}", bound.error().detail);
+    sluice::LogEvent(spdlog::level::err, "listen_failed", {{"detail", bound.error().detail}});
+    spdlog::shutdown();
     return 1;
   }
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
-    spdlog::info("signal {}: draining", signo);
+    sluice::LogEvent(spdlog::level::info, "draining", {{"signal", signo}});
     dispatcher.Shutdown();  // answers waiting long-polls
     server.Stop();
   });
   std::thread io_thread([&] { io.run(); });
 
-  spdlog::info("sluiced listening on {}:{} (db {}, synchronous={})", host, bound.value(), flags.db,
-               flags.synchronous);
+  sluice::LogEvent(spdlog::level::info, "listening",
+                   {{"address", host + ":" + std::to_string(bound.value())},
+                    {"db", flags.db},
+                    {"synchronous", flags.synchronous}});
   if (!flags.port_file.empty()) {
     std::string tmp = flags.port_file + ".tmp";
     std::ofstream(tmp) << bound.value() << "\n";
@@ -173,6 +220,7 @@ int main(int argc, char** argv) {
   work.reset();
   io.stop();
   io_thread.join();
-  spdlog::info("sluiced stopped");
+  sluice::LogEvent(spdlog::level::info, "stopped", nlohmann::json::object());
+  spdlog::shutdown();  // flushes the asynchronous log
   return 0;
 }

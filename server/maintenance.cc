@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/log.h"
+
 namespace sluice {
 
 Result<MaintenanceCounts> Cleaner::RunOnce(Micros now) {
@@ -32,7 +34,7 @@ void MaintenanceLoop::Arm(Task& task) {
     if (ec) return;
     auto r = task.run_once(clock_.Now());
     if (!r.ok()) {
-      spdlog::warn("maintenance: {}", r.error().detail);
+      LogEvent(spdlog::level::warn, "maintenance_failed", {{"detail", r.error().detail}});
     } else {
       const MaintenanceCounts& c = r.value();
       if (c.leases_requeued + c.leases_failed + c.expired + c.cleaned > 0) on_change_(c);

@@ -115,13 +115,15 @@ std::multimap<std::string, std::string> ParseQuery(std::string_view query) {
 void Router::Add(std::string method, const std::string& pattern, Handler handler) {
   std::vector<std::string> segments;
   for (std::string_view s : SplitPath(pattern)) segments.emplace_back(s);
-  routes_.push_back(Route{std::move(method), std::move(segments), std::move(handler), nullptr});
+  routes_.push_back(
+      Route{std::move(method), pattern, std::move(segments), std::move(handler), nullptr});
 }
 
 void Router::AddAsync(std::string method, const std::string& pattern, AsyncHandler handler) {
   std::vector<std::string> segments;
   for (std::string_view s : SplitPath(pattern)) segments.emplace_back(s);
-  routes_.push_back(Route{std::move(method), std::move(segments), nullptr, std::move(handler)});
+  routes_.push_back(
+      Route{std::move(method), pattern, std::move(segments), nullptr, std::move(handler)});
 }
 
 Router::Found Router::Find(const std::string& method, const std::string& path, const Route** route,

@@ -47,6 +47,7 @@ class Router {
 
   struct Route {
     std::string method;
+    std::string pattern;                // as registered, for metrics and logs
     std::vector<std::string> segments;  // "{}" or "{}:suffix" capture; else literal
     Handler handler;                    // exactly one of these is set
     AsyncHandler async_handler;

@@ -5,11 +5,19 @@
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
+#include "server/log.h"
 
 namespace sluice {
 namespace {
 
 using nlohmann::json;
+
+// A queue as the admin API shows it: stored totals plus rejections since start.
+json QueueJson(App& app, const QueueInfo& q) {
+  json j = QueueToJson(q);
+  j["totals"]["rejected"] = app.metrics.Rejections(q.name);
+  return j;
+}
 
 void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
@@ -26,7 +34,14 @@ void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto q = app.store.PutQueue(name, policy.value(), app.clock.Now());
   if (!q.ok()) return RenderError(res, q.error());
   app.dispatcher.Notify();
-  RenderJson(res, 200, QueueToJson(q.value()));
+  LogEvent(spdlog::level::info, "policy_changed",
+           {{"request_id", req.request_id},
+            {"token_id", who.value().token_id},
+            {"queue", name},
+            {"policy_version", q.value().version},
+            {"algorithm", "gcra"},
+            {"policy", PolicyToJson(q.value().policy)}});
+  RenderJson(res, 200, QueueJson(app, q.value()));
 }
 
 void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
@@ -34,7 +49,7 @@ void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!who.ok()) return RenderError(res, who.error());
   auto q = app.store.GetQueue(req.matches[1]);
   if (!q.ok()) return RenderError(res, q.error());
-  RenderJson(res, 200, QueueToJson(q.value()));
+  RenderJson(res, 200, QueueJson(app, q.value()));
 }
 
 void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
@@ -43,7 +58,7 @@ void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
   auto qs = app.store.ListQueues();
   if (!qs.ok()) return RenderError(res, qs.error());
   json out = json::array();
-  for (const QueueInfo& q : qs.value()) out.push_back(QueueToJson(q));
+  for (const QueueInfo& q : qs.value()) out.push_back(QueueJson(app, q));
   RenderJson(res, 200, {{"queues", out}, {"waiting_leases", app.dispatcher.waiting()}});
 }
 
@@ -67,7 +82,8 @@ void ListTenants(App& app, const HttpRequest& req, HttpResponse& res) {
          {"rate", RateFromMilli(b.policy.rate_milli)},
          {"capacity", b.policy.capacity},
          {"burst", b.policy.burst},
-         {"max_inflight_per_tenant", b.policy.max_inflight_per_tenant}});
+         {"max_inflight_per_tenant", b.policy.max_inflight_per_tenant},
+         {"totals", TotalsToJson(b.totals)}});
   }
   RenderJson(res, 200, {{"queue", std::string(req.matches[1])}, {"tenants", out}});
 }
@@ -80,7 +96,7 @@ void SetPaused(App& app, const HttpRequest& req, HttpResponse& res, bool paused)
   app.dispatcher.Notify();
   auto q = app.store.GetQueue(req.matches[1]);
   if (!q.ok()) return RenderError(res, q.error());
-  RenderJson(res, 200, QueueToJson(q.value()));
+  RenderJson(res, 200, QueueJson(app, q.value()));
 }
 
 void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
@@ -146,6 +162,57 @@ void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
   RenderJson(res, 201, out);
 }
 
+void DeleteQueue(App& app, const HttpRequest& req, HttpResponse& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  const std::string name = req.matches[1];
+  auto st = app.store.DeleteQueue(name);
+  if (!st.ok()) return RenderError(res, st.error());
+  LogEvent(spdlog::level::info, "queue_deleted",
+           {{"request_id", req.request_id}, {"token_id", who.value().token_id}, {"queue", name}});
+  RenderJson(res, 200, {{"name", name}, {"deleted", true}});
+}
+
+void ListTokens(App& app, const HttpRequest& req, HttpResponse& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto tokens = app.store.ListTokens();
+  if (!tokens.ok()) return RenderError(res, tokens.error());
+  json out = json::array();
+  for (const TokenRecord& t : tokens.value()) out.push_back(TokenToJson(t));
+  RenderJson(res, 200, {{"tokens", out}});
+}
+
+void RevokeToken(App& app, const HttpRequest& req, HttpResponse& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto t = app.store.RevokeToken(req.matches[1], app.clock.Now());
+  if (!t.ok()) return RenderError(res, t.error());
+  LogEvent(spdlog::level::info, "token_revoked",
+           {{"request_id", req.request_id},
+            {"token_id", who.value().token_id},
+            {"revoked_token_id", t.value().id}});
+  RenderJson(res, 200,
+             {{"id", t.value().id}, {"revoked_at", FormatRfc3339(*t.value().revoked_at)}});
+}
+
+// Prometheus scrape (admin token: tenant names are in the labels).
+void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
+  auto who = app.auth.Require(req, Scope::kAdmin);
+  if (!who.ok()) return RenderError(res, who.error());
+  auto qs = app.store.ListQueues();
+  if (!qs.ok()) return RenderError(res, qs.error());
+  std::vector<Metrics::QueueState> states;
+  for (const QueueInfo& q : qs.value()) {
+    auto buckets = app.store.ListBuckets(q.name);
+    if (!buckets.ok()) return RenderError(res, buckets.error());
+    states.push_back({q, std::move(buckets.value())});
+  }
+  res.status = 200;
+  res.set_content(app.metrics.Render(states, app.dispatcher.waiting()),
+                  "text/plain; version=0.0.4; charset=utf-8");
+}
+
 void RetryJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
@@ -163,6 +230,8 @@ void RegisterAdminRoutes(Router& router, App& app) {
   router.Add("GET", "/v1/admin/queues", [&app](Req req, Res res) { ListQueues(app, req, res); });
   router.Add("PUT", "/v1/admin/queues/{}", [&app](Req req, Res res) { PutQueue(app, req, res); });
   router.Add("GET", "/v1/admin/queues/{}", [&app](Req req, Res res) { GetQueue(app, req, res); });
+  router.Add("DELETE", "/v1/admin/queues/{}",
+             [&app](Req req, Res res) { DeleteQueue(app, req, res); });
   router.Add("GET", "/v1/admin/queues/{}/tenants",
              [&app](Req req, Res res) { ListTenants(app, req, res); });
   router.Add("POST", "/v1/admin/queues/{}/pause",
@@ -170,6 +239,10 @@ void RegisterAdminRoutes(Router& router, App& app) {
   router.Add("POST", "/v1/admin/queues/{}/resume",
              [&app](Req req, Res res) { SetPaused(app, req, res, false); });
   router.Add("POST", "/v1/admin/tokens", [&app](Req req, Res res) { CreateToken(app, req, res); });
+  router.Add("GET", "/v1/admin/tokens", [&app](Req req, Res res) { ListTokens(app, req, res); });
+  router.Add("DELETE", "/v1/admin/tokens/{}",
+             [&app](Req req, Res res) { RevokeToken(app, req, res); });
+  router.Add("GET", "/metrics", [&app](Req req, Res res) { ScrapeMetrics(app, req, res); });
   router.Add("POST", "/v1/admin/jobs/{}/retry",
              [&app](Req req, Res res) { RetryJob(app, req, res); });
 }

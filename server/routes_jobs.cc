@@ -5,6 +5,7 @@
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
+#include "server/log.h"
 #include "shaper/admission.h"
 
 namespace sluice {
@@ -84,12 +85,36 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
     job.value().idempotency_key = key;
     job.value().body_hash = Sha256Hex(req.body);
   }
+  // W3C trace context: kept when well formed, ignored otherwise (as the spec says).
+  if (std::string tp = req.get_header_value("traceparent"); ValidTraceparent(tp)) {
+    job.value().traceparent = tp;
+  }
   return job;
 }
 
+// Logs and counts a refused submit (DESIGN.md: one line per rejection).
+void Rejected(App& app, const HttpRequest& req, const std::string& queue, const std::string& tenant,
+              const Error& e, const SubmitOutcome* o) {
+  app.metrics.CountRejection(queue, tenant, ErrorCodeName(e.code));
+  json fields = {{"request_id", req.request_id},
+                 {"token", BearerToken(req).empty() ? "none" : TokenDigest(BearerToken(req))},
+                 {"queue", queue},
+                 {"tenant", tenant},
+                 {"decision", "reject"},
+                 {"reason", ErrorCodeName(e.code)},
+                 {"algorithm", "gcra"}};
+  if (o) {
+    fields["policy_version"] = o->policy_version;
+    fields["remaining"] = o->decision.remaining;
+  }
+  if (e.retry_after_s) fields["retry_after_s"] = *e.retry_after_s;
+  LogEvent(spdlog::level::info, "rejected", fields);
+}
+
 // The answer to a submit, once the store has decided (and committed).
-void RenderSubmit(App& app, const std::string& queue, int64_t cost,
-                  const Result<SubmitOutcome>& out, HttpResponse& res) {
+void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
+                  const std::string& tenant, int64_t cost, const Result<SubmitOutcome>& out,
+                  HttpResponse& res) {
   if (!out.ok()) return RenderError(res, out.error());
   const SubmitOutcome& o = out.value();
   SetRateLimitHeaders(res, queue, o.policy, o.decision);
@@ -106,39 +131,49 @@ void RenderSubmit(App& app, const std::string& queue, int64_t cost,
       Error e = MakeError(ErrorCode::kQueueFull,
                           "the backlog of queue '" + queue + "' for this tenant is full");
       e.retry_after_s = o.decision.retry_after_s;
+      Rejected(app, req, queue, tenant, e, &o);
       return RenderError(res, e);
     }
     case AdmissionOutcome::kDeadlineUnreachable: {
       Error e = MakeError(ErrorCode::kDeadlineUnreachable,
                           "the job would start at " + FormatRfc3339(o.decision.estimated_start) +
                               ", after its deadline");
+      Rejected(app, req, queue, tenant, e, &o);
       RenderError(res, e);
       json b = json::parse(res.body);
       b["estimated_start"] = FormatRfc3339(o.decision.estimated_start);
       res.set_content(b.dump(), "application/problem+json");
       return;
     }
-    case AdmissionOutcome::kCostOverCapacity:
-      return RenderError(
-          res, MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
-                                                              " exceeds the bucket capacity " +
-                                                              std::to_string(o.policy.capacity)));
+    case AdmissionOutcome::kCostOverCapacity: {
+      Error e = MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
+                                                               " exceeds the bucket capacity " +
+                                                               std::to_string(o.policy.capacity));
+      Rejected(app, req, queue, tenant, e, &o);
+      return RenderError(res, e);
+    }
   }
 }
 
 void Submit(App& app, const HttpRequest& req, Reply reply) {
   const Micros now = app.clock.Now();
   auto job = ReadSubmit(app, req, now);
-  if (!job.ok()) return reply.Send(ErrorResponse(job.error()));
+  if (!job.ok()) {
+    Rejected(app, req, req.matches[1], "", job.error(), nullptr);
+    return reply.Send(ErrorResponse(job.error()));
+  }
   const std::string queue = job.value().queue;
+  const std::string tenant = job.value().tenant;
   const int64_t cost = job.value().cost;
-  app.store.SubmitAsync(std::move(job.value()), now,
-                        [&app, reply, queue, cost](Result<SubmitOutcome> out) {
-                          // On the store's writer thread: render elsewhere.
-                          reply.Later([&app, queue, cost, out = std::move(out)](HttpResponse& res) {
-                            RenderSubmit(app, queue, cost, out, res);
-                          });
-                        });
+  // The request stays valid until the reply is sent (router.h).
+  app.store.SubmitAsync(
+      std::move(job.value()), now,
+      [&app, &req, reply, queue, tenant, cost](Result<SubmitOutcome> out) {
+        // On the store's writer thread: render elsewhere.
+        reply.Later([&app, &req, queue, tenant, cost, out = std::move(out)](HttpResponse& res) {
+          RenderSubmit(app, req, queue, tenant, cost, out, res);
+        });
+      });
 }
 
 void GetJob(App& app, const HttpRequest& req, HttpResponse& res) {

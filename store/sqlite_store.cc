@@ -25,17 +25,26 @@ using sqlite::Stmt;
 #define SLUICE_JOB_COLUMNS                                                                     \
   "id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version, " \
   "created_at, not_before, available_at, deadline_at, estimated_start, lease_id, "             \
-  "lease_expires_at, result, errors, finished_at, leased_at"
+  "lease_expires_at, result, errors, finished_at, leased_at, traceparent"
+constexpr int kJobColumnCount = 22;  // of SLUICE_JOB_COLUMNS: a column after them is this one
 
 constexpr const char* kSelectQueue =
     "SELECT name, policy, version, paused FROM queues WHERE name = ?";
+#define SLUICE_BUCKET_SUMS                                                    \
+  "COALESCE(SUM(b.queued_count), 0), COALESCE(SUM(b.queued_cost), 0), "       \
+  "COALESCE(SUM(b.leased), 0), COALESCE(SUM(b.admitted_total), 0), "          \
+  "COALESCE(SUM(b.released_total), 0), COALESCE(SUM(b.succeeded_total), 0), " \
+  "COALESCE(SUM(b.failed_total), 0), COALESCE(SUM(b.expired_total), 0), "     \
+  "COALESCE(SUM(b.lease_timeouts_total), 0)"
 constexpr const char* kSelectQueueStats =
-    "SELECT COALESCE(SUM(queued_count), 0), COALESCE(SUM(queued_cost), 0), "
-    "COALESCE(SUM(leased), 0) FROM buckets WHERE queue = ?";
+    "SELECT " SLUICE_BUCKET_SUMS " FROM buckets b WHERE b.queue = ?";
 constexpr const char* kListQueues =
-    "SELECT q.name, q.policy, q.version, q.paused, COALESCE(SUM(b.queued_count), 0), "
-    "COALESCE(SUM(b.queued_cost), 0), COALESCE(SUM(b.leased), 0) "
-    "FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name";
+    "SELECT q.name, q.policy, q.version, q.paused, " SLUICE_BUCKET_SUMS
+    " FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name";
+constexpr const char* kQueueBusy =
+    "SELECT COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0) FROM buckets "
+    "WHERE queue = ?";
+constexpr const char* kDeleteQueue = "DELETE FROM queues WHERE name = ?";
 constexpr const char* kUpsertQueue =
     "INSERT INTO queues (name, policy, version, paused, created_at, updated_at) "
     "VALUES (?1, ?2, 1, 0, ?3, ?3) "
@@ -49,7 +58,9 @@ constexpr const char* kSelectBucket =
 constexpr const char* kListBuckets =
     "SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac, "
     "(SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant "
-    " AND j.state = 'queued' ORDER BY j.seq LIMIT 1) "
+    " AND j.state = 'queued' ORDER BY j.seq LIMIT 1), "
+    "b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total, "
+    "b.lease_timeouts_total "
     "FROM buckets b WHERE b.queue = ? ORDER BY b.tenant";
 // Every bucket of a queue with an available head job: the bucket and its head.
 constexpr const char* kBucketHeads =
@@ -60,25 +71,33 @@ constexpr const char* kBucketHeads =
     " ORDER BY h.seq LIMIT 1) "
     "WHERE b.queue = ?1 AND b.queued_count > 0";
 constexpr const char* kBucketAdmitted =
-    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost) VALUES (?1, ?2, 1, ?3) "
+    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total) "
+    "VALUES (?1, ?2, 1, ?3, 1) "
     "ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1, "
-    "queued_cost = queued_cost + ?3";
+    "queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1";
 constexpr const char* kBucketReleased =
     "UPDATE buckets SET tat_us = ?, tat_frac = ?, queued_count = queued_count - 1, "
-    "queued_cost = queued_cost - ?, leased = leased + 1 WHERE queue = ? AND tenant = ?";
+    "queued_cost = queued_cost - ?, leased = leased + 1, released_total = released_total + 1 "
+    "WHERE queue = ? AND tenant = ?";
+// A lease ended: succeeded (?1 = 1), failed for good (?2 = 1), by running out (?3 = 1).
 constexpr const char* kBucketLeaseEnded =
-    "UPDATE buckets SET leased = leased - 1 WHERE queue = ? AND tenant = ?";
+    "UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + ?1, "
+    "failed_total = failed_total + ?2, lease_timeouts_total = lease_timeouts_total + ?3 "
+    "WHERE queue = ?4 AND tenant = ?5";
 constexpr const char* kBucketRequeued =
     "UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1, "
-    "queued_cost = queued_cost + ? WHERE queue = ? AND tenant = ?";
+    "queued_cost = queued_cost + ?1, lease_timeouts_total = lease_timeouts_total + ?2 "
+    "WHERE queue = ?3 AND tenant = ?4";
+// A queued job left without a lease: canceled (?2 = 0) or expired (?2 = 1).
 constexpr const char* kBucketDequeued =
-    "UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - ? "
-    "WHERE queue = ? AND tenant = ?";
+    "UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - ?1, "
+    "expired_total = expired_total + ?2 WHERE queue = ?3 AND tenant = ?4";
 
 constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, "
-    "policy_version, created_at, not_before, available_at, deadline_at, estimated_start) "
-    "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
+    "policy_version, created_at, not_before, available_at, deadline_at, estimated_start, "
+    "traceparent) "
+    "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
 constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHERE id = ?";
 constexpr const char* kBucketHead =
     "SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head "
@@ -129,9 +148,10 @@ constexpr const char* kRetry =
     "finished_at = NULL WHERE id = ?2 AND state IN ('failed', 'expired') "
     "RETURNING " SLUICE_JOB_COLUMNS;
 constexpr const char* kBucketEnqueued =
-    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost) VALUES (?1, ?2, 1, ?3) "
+    "INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total) "
+    "VALUES (?1, ?2, 1, ?3, 1) "
     "ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1, "
-    "queued_cost = queued_cost + ?3";
+    "queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1";
 constexpr const char* kListJobs = "SELECT " SLUICE_JOB_COLUMNS
                                   ", seq FROM jobs WHERE seq > ?1 "
                                   "AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR queue = ?3) "
@@ -153,9 +173,29 @@ constexpr const char* kProbe =
 constexpr const char* kInsertToken =
     "INSERT INTO tokens (id, secret_hash, tenant, scopes, queues, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?)";
-constexpr const char* kSelectToken =
-    "SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens "
-    "WHERE id = ?";
+#define SLUICE_TOKEN_COLUMNS "id, secret_hash, tenant, scopes, queues, created_at, revoked_at"
+constexpr const char* kSelectToken = "SELECT " SLUICE_TOKEN_COLUMNS " FROM tokens WHERE id = ?";
+constexpr const char* kListTokens =
+    "SELECT " SLUICE_TOKEN_COLUMNS " FROM tokens ORDER BY created_at, id";
+constexpr const char* kRevokeToken =
+    "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 "
+    "RETURNING " SLUICE_TOKEN_COLUMNS;
+
+// Columns added after a table was first released: added to older databases at open.
+struct Migration {
+  const char* table;
+  const char* column;
+  const char* definition;
+};
+constexpr Migration kMigrations[] = {
+    {"buckets", "admitted_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"buckets", "released_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"buckets", "succeeded_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"buckets", "failed_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"buckets", "expired_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"buckets", "lease_timeouts_total", "INTEGER NOT NULL DEFAULT 0"},
+    {"jobs", "traceparent", "TEXT"},
+};
 
 // ---- Row mapping -------------------------------------------------------------------
 
@@ -182,6 +222,7 @@ JobRecord RowToJob(const Stmt& s) {
   j.errors = s.Text(18);
   j.finished_at = s.OptInt(19);
   j.leased_at = s.OptInt(20);
+  j.traceparent = s.OptText(21);
   return j;
 }
 
@@ -224,11 +265,51 @@ std::optional<QueueInfo> LoadQueue(Db& db, const std::string& name) {
   return q.value();
 }
 
+// Reads the sums of SLUICE_BUCKET_SUMS, starting at column `at`.
+QueueStats RowToStats(const Stmt& s, int at) {
+  QueueStats q{s.Int(at), s.Int(at + 1), s.Int(at + 2), {}};
+  q.totals = Totals{s.Int(at + 3), s.Int(at + 4), s.Int(at + 5),
+                    s.Int(at + 6), s.Int(at + 7), s.Int(at + 8)};
+  return q;
+}
+
 QueueStats LoadQueueStats(Db& db, const std::string& name) {
   Stmt s = db.Prepare(kSelectQueueStats);
   s.BindAll(name);
   s.Step();
-  return QueueStats{s.Int(0), s.Int(1), s.Int(2)};
+  return RowToStats(s, 0);
+}
+
+void Migrate(Db& db) {
+  for (const Migration& m : kMigrations) {
+    bool present = false;
+    Stmt info = db.Prepare(std::string("PRAGMA table_info(") + m.table + ")");
+    while (info.Step()) present = present || info.Text(1) == m.column;
+    if (!present) {
+      db.Exec(std::string("ALTER TABLE ") + m.table + " ADD COLUMN " + m.column + " " +
+              m.definition);
+    }
+  }
+}
+
+TokenRecord RowToToken(const Stmt& s) {
+  TokenRecord t;
+  t.id = s.Text(0);
+  t.secret_hash = s.Text(1);
+  t.tenant = s.OptText(2);
+  for (const auto& name : json::parse(s.Text(3), nullptr, false)) {
+    if (name.is_string()) {
+      if (auto sc = ParseScope(name.get<std::string>())) t.scopes.push_back(*sc);
+    }
+  }
+  if (auto q = s.OptText(4)) {
+    json a = json::parse(*q, nullptr, false);
+    if (a.is_array()) t.queues = a.get<std::vector<std::string>>();
+  }
+  t.created_at = s.Int(5);
+  t.revoked_at = s.OptInt(6);
+  t.revoked = t.revoked_at.has_value();
+  return t;
 }
 
 BucketState LoadBucket(Db& db, const std::string& queue, const std::string& tenant) {
@@ -276,7 +357,9 @@ int64_t ExpireDue(Db& db, Micros now) {
     s.BindAll(now);
     while (s.Step()) rows.push_back({s.Text(0), s.Text(1), s.Int(2)});
   }
-  for (const Row& r : rows) db.Prepare(kBucketDequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+  for (const Row& r : rows) {
+    db.Prepare(kBucketDequeued).BindAll(r.cost, 1, r.queue, r.tenant).Exec();
+  }
   return static_cast<int64_t>(rows.size());
 }
 
@@ -308,10 +391,10 @@ MaintenanceCounts ReapExpiredLeases(Db& db, Micros now) {
     s.Bind(5, r.seq);
     if (!s.Step()) continue;
     if (retry) {
-      db.Prepare(kBucketRequeued).BindAll(r.cost, r.queue, r.tenant).Exec();
+      db.Prepare(kBucketRequeued).BindAll(r.cost, 1, r.queue, r.tenant).Exec();
       ++counts.leases_requeued;
     } else {
-      db.Prepare(kBucketLeaseEnded).BindAll(r.queue, r.tenant).Exec();
+      db.Prepare(kBucketLeaseEnded).BindAll(0, 1, 1, r.queue, r.tenant).Exec();
       ++counts.leases_failed;
     }
   }
@@ -484,9 +567,10 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions option
   try {
     auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms);
     db->Exec(kSchemaSql);
+    Migrate(*db);
     store->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
-    store->writer_ =
-        std::make_unique<Writer>(std::move(db), options.max_batch, options.completions);
+    store->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch, options.completions,
+                                              options.on_commit);
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
     err.detail = std::string("cannot open database: ") + e.what();
@@ -544,7 +628,7 @@ Result<std::vector<QueueInfo>> SqliteStore::ListQueues() {
     while (s.Step()) {
       auto q = RowToQueue(s);
       if (!q.ok()) return q.error();
-      q.value().stats = QueueStats{s.Int(4), s.Int(5), s.Int(6)};
+      q.value().stats = RowToStats(s, 4);
       out.push_back(q.value());
     }
     return out;
@@ -568,6 +652,7 @@ Result<std::vector<BucketInfo>> SqliteStore::ListBuckets(const std::string& queu
       if (b.queued > 0)
         b.next_release_at = ReleaseAt(b.policy, ScheduleInstant{s.Int(4), s.Int(5)});
       b.oldest_queued_at = s.OptInt(6);
+      b.totals = Totals{s.Int(7), s.Int(8), s.Int(9), s.Int(10), s.Int(11), s.Int(12)};
       out.push_back(b);
     }
     return out;
@@ -590,6 +675,7 @@ void SqliteStore::SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) 
         if (!q) return UnknownQueue(job.queue);
         SubmitOutcome out;
         out.policy = q->policy.ForTenant(job.tenant);
+        out.policy_version = q->version;
         if (job.idempotency_key) {
           Stmt seen = db.Prepare(kSelectIdempotency);
           seen.BindAll(job.tenant, *job.idempotency_key);
@@ -627,7 +713,7 @@ void SqliteStore::SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) 
                   job.max_attempts.value_or(q->policy.max_attempts),
                   job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
                   std::max(now, job.not_before.value_or(now)), req.deadline,
-                  out.decision.estimated_start);
+                  out.decision.estimated_start, job.traceparent);
         s.Step();
         out.job = RowToJob(s);
         db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
@@ -711,7 +797,7 @@ void SqliteStore::CompleteAsync(std::string id, std::string lease_id,
         s.BindAll(result, now, id, lease_id);
         if (!s.Step()) return LostOrMissing(db, id);
         JobRecord job = RowToJob(s);
-        db.Prepare(kBucketLeaseEnded).BindAll(job.queue, job.tenant).Exec();
+        db.Prepare(kBucketLeaseEnded).BindAll(1, 0, 0, job.queue, job.tenant).Exec();
         return job;
       },
       std::move(done));
@@ -752,9 +838,9 @@ void SqliteStore::FailAsync(std::string id, std::string lease_id, FailRequest fa
         if (!s.Step()) return LostOrMissing(db, id);
         JobRecord job = RowToJob(s);
         if (retry) {
-          db.Prepare(kBucketRequeued).BindAll(cost, queue, tenant).Exec();
+          db.Prepare(kBucketRequeued).BindAll(cost, 0, queue, tenant).Exec();
         } else {
-          db.Prepare(kBucketLeaseEnded).BindAll(queue, tenant).Exec();
+          db.Prepare(kBucketLeaseEnded).BindAll(0, 1, 0, queue, tenant).Exec();
         }
         return job;
       },
@@ -783,7 +869,7 @@ Result<JobRecord> SqliteStore::Cancel(const std::string& id, Micros now) {
       return MissingOr(db, id,
                        MakeError(ErrorCode::kConflict, "only a queued job can be canceled"));
     JobRecord job = RowToJob(s);
-    db.Prepare(kBucketDequeued).BindAll(job.cost, job.queue, job.tenant).Exec();
+    db.Prepare(kBucketDequeued).BindAll(job.cost, 0, job.queue, job.tenant).Exec();
     return job;
   });
 }
@@ -811,7 +897,7 @@ Result<JobPage> SqliteStore::ListJobs(const JobFilter& f) {
     int64_t last = 0;
     while (s.Step()) {
       page.jobs.push_back(RowToJob(s));
-      last = s.Int(21);
+      last = s.Int(kJobColumnCount);
     }
     if (static_cast<int64_t>(page.jobs.size()) == f.limit) page.next_after_seq = last;
     return page;
@@ -886,22 +972,42 @@ Result<std::optional<TokenRecord>> SqliteStore::ReadToken(const std::string& id)
     Stmt s = db.Prepare(kSelectToken);
     s.BindAll(id);
     if (!s.Step()) return std::optional<TokenRecord>();
-    TokenRecord t;
-    t.id = s.Text(0);
-    t.secret_hash = s.Text(1);
-    t.tenant = s.OptText(2);
-    for (const auto& name : json::parse(s.Text(3), nullptr, false)) {
-      if (name.is_string()) {
-        if (auto sc = ParseScope(name.get<std::string>())) t.scopes.push_back(*sc);
-      }
+    return std::optional<TokenRecord>(RowToToken(s));
+  });
+}
+
+Result<std::vector<TokenRecord>> SqliteStore::ListTokens() {
+  return Read<std::vector<TokenRecord>>([&](Db& db) -> Result<std::vector<TokenRecord>> {
+    std::vector<TokenRecord> out;
+    Stmt s = db.Prepare(kListTokens);
+    while (s.Step()) out.push_back(RowToToken(s));
+    return out;
+  });
+}
+
+Result<TokenRecord> SqliteStore::RevokeToken(const std::string& id, Micros now) {
+  auto r = writer_->Run<TokenRecord>([&](Db& db) -> Result<TokenRecord> {
+    Stmt s = db.Prepare(kRevokeToken);
+    s.BindAll(now, id);
+    if (!s.Step()) return MakeError(ErrorCode::kNotFound, "token '" + id + "' does not exist");
+    return RowToToken(s);
+  });
+  ForgetToken(id);  // after the commit: the next request reads the revocation
+  return r;
+}
+
+Status SqliteStore::DeleteQueue(const std::string& queue) {
+  return writer_->Run<Ok>([&](Db& db) -> Status {
+    Stmt busy = db.Prepare(kQueueBusy);
+    busy.BindAll(queue);
+    busy.Step();
+    if (busy.Int(0) > 0) {
+      return MakeError(ErrorCode::kConflict, "queue '" + queue +
+                                                 "' still has queued or leased jobs: pause it "
+                                                 "and let it drain (or cancel them) first");
     }
-    if (auto q = s.OptText(4)) {
-      json a = json::parse(*q, nullptr, false);
-      if (a.is_array()) t.queues = a.get<std::vector<std::string>>();
-    }
-    t.created_at = s.Int(5);
-    t.revoked = !s.IsNull(6);
-    return std::optional<TokenRecord>(t);
+    if (db.Prepare(kDeleteQueue).BindAll(queue).Exec() == 0) return UnknownQueue(queue);
+    return Ok{};
   });
 }
 

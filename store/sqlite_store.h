@@ -26,6 +26,7 @@ struct SqliteStoreOptions {
   // Where the completions of asynchronous writes run, once per group commit (see
   // Writer); default: on the writer thread. Must outlive the store.
   Writer::Executor completions;
+  Writer::CommitObserver on_commit;  // see Writer
 };
 
 class SqliteStore final : public Store {
@@ -39,6 +40,7 @@ class SqliteStore final : public Store {
   Result<std::vector<QueueInfo>> ListQueues() override;
   Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) override;
   Status SetPaused(const std::string& queue, bool paused, Micros now) override;
+  Status DeleteQueue(const std::string& queue) override;
 
   void SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) override;
   Result<JobRecord> GetJob(const std::string& id) override;
@@ -65,6 +67,8 @@ class SqliteStore final : public Store {
   // Served from memory after the first read: every token change goes through this
   // store, and each one drops the token from the cache once it is committed.
   Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
+  Result<std::vector<TokenRecord>> ListTokens() override;
+  Result<TokenRecord> RevokeToken(const std::string& id, Micros now) override;
 
   const Writer& writer() const { return *writer_; }
 

@@ -21,10 +21,21 @@
 
 namespace sluice {
 
+// Totals since a bucket was created (summed over a queue's buckets for a queue).
+struct Totals {
+  int64_t admitted = 0;
+  int64_t released = 0;
+  int64_t succeeded = 0;
+  int64_t failed = 0;  // for good: attempts exhausted, not retryable, or past deadline
+  int64_t expired = 0;
+  int64_t lease_timeouts = 0;
+};
+
 struct QueueStats {
   int64_t queued = 0;
   int64_t queued_cost = 0;
   int64_t leased = 0;
+  Totals totals;
 };
 
 struct QueueInfo {
@@ -43,6 +54,7 @@ struct BucketInfo {
   std::optional<Micros> next_release_at;   // when the head may leave (if anything is queued)
   std::optional<Micros> oldest_queued_at;  // admission time of the oldest queued job
   BucketPolicy policy;                     // effective, after tenant overrides
+  Totals totals;
 };
 
 struct JobRecord {
@@ -66,7 +78,8 @@ struct JobRecord {
   std::optional<std::string> result;  // JSON text
   std::string errors = "[]";          // JSON array text
   std::optional<Micros> finished_at;
-  std::optional<Micros> leased_at;  // when the current (or last) lease was released
+  std::optional<Micros> leased_at;         // when the current (or last) lease was released
+  std::optional<std::string> traceparent;  // W3C trace context given at submit
 };
 
 // Where a queued job stands: what holds it (not yet knowing whether a worker is
@@ -87,6 +100,7 @@ struct NewJob {
   std::optional<int64_t> max_attempts;         // else the queue's max_attempts
   std::optional<std::string> idempotency_key;  // per tenant
   std::string body_hash;                       // of the request, to detect a reused key
+  std::optional<std::string> traceparent;      // W3C trace context, stored as given
 };
 
 // The outcome of an admission: the shaper's decision, the bucket's effective policy
@@ -94,6 +108,7 @@ struct NewJob {
 struct SubmitOutcome {
   AdmissionDecision decision;
   BucketPolicy policy;
+  int64_t policy_version = 0;
   std::optional<JobRecord> job;
   bool replayed = false;  // an Idempotency-Key seen before: `job` is the original
 };
@@ -153,6 +168,7 @@ struct TokenRecord {
   std::optional<std::vector<std::string>> queues;  // work: limited to these
   Micros created_at = 0;
   bool revoked = false;
+  std::optional<Micros> revoked_at;
 };
 
 class Store {
@@ -166,6 +182,9 @@ class Store {
   virtual Result<std::vector<QueueInfo>> ListQueues() = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) = 0;
   virtual Status SetPaused(const std::string& queue, bool paused, Micros now) = 0;
+  // Deletes a queue with nothing queued or leased (conflict otherwise); its finished
+  // jobs stay until the retention cleans them.
+  virtual Status DeleteQueue(const std::string& queue) = 0;
 
   // The hot writes come in two forms. The asynchronous one calls `done` once the change
   // is durable (or has failed), on a store thread: `done` must be quick and never
@@ -233,6 +252,9 @@ class Store {
   // Tokens. The plaintext never reaches the store, only its hash.
   virtual Status CreateToken(const TokenRecord& token) = 0;
   virtual Result<std::optional<TokenRecord>> FindToken(const std::string& id) = 0;
+  virtual Result<std::vector<TokenRecord>> ListTokens() = 0;
+  // Revoked from the next request on; not_found for an unknown id. Idempotent.
+  virtual Result<TokenRecord> RevokeToken(const std::string& id, Micros now) = 0;
 
  private:
   // Starts an asynchronous operation with a completion and waits for it.

@@ -1,11 +1,16 @@
 #include "store/writer.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace sluice {
 
-Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions)
-    : db_(std::move(db)), max_batch_(max_batch), completions_(std::move(completions)) {
+Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions,
+               CommitObserver on_commit)
+    : db_(std::move(db)),
+      max_batch_(max_batch),
+      completions_(std::move(completions)),
+      on_commit_(std::move(on_commit)) {
   // FULL (2) or EXTRA (3) flush each commit; the WAL's NORMAL (1) and OFF (0) do not.
   sqlite::Stmt level = db_->Prepare("PRAGMA synchronous");
   flushes_ = level.Step() && level.Int(0) >= 2;
@@ -89,6 +94,7 @@ void Writer::DeliverFinished() {
 void Writer::RunBatch(std::deque<Op>& batch) {
   // Operations whose changes live in the open transaction, waiting for its commit.
   std::deque<Op> in_txn;
+  const auto started = std::chrono::steady_clock::now();
   auto fail_all = [&](std::deque<Op>& ops, const Error& e) {
     for (Op& op : ops) Finish(op, e);
     ops.clear();
@@ -160,6 +166,10 @@ void Writer::RunBatch(std::deque<Op>& batch) {
                          ? storage_down
                          : sqlite::ToError(e));
     return;
+  }
+  if (on_commit_) {
+    on_commit_(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+               in_txn.size(), flushing_now_);
   }
   {
     std::lock_guard lock(mu_);

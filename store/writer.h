@@ -41,8 +41,12 @@ class Writer {
   // `completions`: where the `done` callbacks of RunAsync run — once per batch, with one
   // function that runs them all, so that a batch wakes its callers' thread once; by
   // default on the writer thread itself.
+  // `on_commit`, if set, hears of every commit on the writer thread: its duration in
+  // seconds (from BEGIN to the end of COMMIT, flush included), its operations, and
+  // whether it was flushed.
+  using CommitObserver = std::function<void(double seconds, size_t operations, bool flushed)>;
   explicit Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch = 512,
-                  Executor completions = nullptr);
+                  Executor completions = nullptr, CommitObserver on_commit = nullptr);
   ~Writer();  // drains queued operations, then stops
 
   Writer(const Writer&) = delete;
@@ -120,6 +124,7 @@ class Writer {
   std::unique_ptr<sqlite::Db> db_;
   const size_t max_batch_;
   Executor completions_;
+  CommitObserver on_commit_;
   bool flushes_ = false;       // the connection's synchronous level flushes commits
   bool flushing_now_ = false;  // the level currently set (writer thread only)
   std::vector<std::function<void()>> finished_;  // writer thread only

@@ -1,0 +1,76 @@
+// Prometheus metrics (text exposition format 0.0.4, `sluice_` prefix). Counts that
+// only this process sees (rejections, request durations, release lag, commits) are
+// kept here in memory; queue depth and the job totals are read from the store at
+// scrape time, so they survive restarts.
+//
+// Cardinality: at most `max_tenants` tenant label values per metric; beyond that,
+// tenants are counted under tenant="other" (at scrape, the deepest buckets keep
+// their names), so 100k tenants cannot blow up a scrape.
+// Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "store/store.h"
+
+namespace sluice {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double value);
+  // Appends the _bucket, _sum and _count series; `labels` like `route="/x",status="200"`.
+  void Render(std::string& out, const std::string& name, const std::string& labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bound, not cumulative; plus +Inf at the end
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  explicit Metrics(size_t max_tenants = 100);
+
+  // A refused submit: reason is the error code (queue_full, deadline_unreachable,
+  // unauthorized, ...); queue and tenant may be empty when unknown.
+  void CountRejection(const std::string& queue, const std::string& tenant, std::string_view reason);
+  int64_t Rejections(const std::string& queue) const;
+
+  void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
+  // Actual hand-out time minus the scheduled release time.
+  void ObserveReleaseLag(double seconds);
+  void ObserveCommit(double seconds, size_t batch, bool flushed);
+
+  struct QueueState {
+    QueueInfo queue;
+    std::vector<BucketInfo> buckets;
+  };
+  std::string Render(const std::vector<QueueState>& queues, size_t waiting_leases) const;
+
+ private:
+  std::string TenantLabel(const std::string& tenant);  // mu_ held
+
+  const size_t max_tenants_;
+  mutable std::mutex mu_;
+  std::set<std::string> tenants_;  // tenant label values in use (mu_)
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> rejections_;  // (mu_)
+  std::map<std::pair<std::string, std::string>, Histogram> requests_;  // (route, status) (mu_)
+  Histogram release_lag_;                                              // (mu_)
+  Histogram commit_seconds_;                                           // (mu_)
+  Histogram commit_batch_;                                             // (mu_)
+  uint64_t commits_flushed_ = 0;                                       // (mu_)
+};
+
+// Escapes a Prometheus label value (backslash, double quote, newline).
+std::string EscapeLabel(std::string_view v);
+
+}  // namespace sluice
