@@ -17,7 +17,7 @@ TEST_CASE("table: columns are padded to the widest cell, numbers right-aligned")
   CHECK(t.rows() == 2);
 }
 
-TEST_CASE("table: a header wider than every cell sets the width; no trailing blanks") {
+TEST_CASE("table: a header wider than every cell sets the width, with no trailing blanks") {
   Table t({{"A"}, {"LONG_HEADER"}});
   t.AddRow({"x", "y"});
   CHECK(t.Render() ==

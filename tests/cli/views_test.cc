@@ -32,7 +32,7 @@ TEST_CASE("views: queues shows policy, depth and version per queue") {
         "no queues\nworkers waiting: 0\n");
 }
 
-TEST_CASE("views: tenants shows each bucket; nulls are '-' and ages are readable") {
+TEST_CASE("views: tenants shows each bucket with nulls as '-' and readable ages") {
   json answer = {{"queue", "report-export"},
                  {"tenants",
                   {{{"tenant", "acme"},
@@ -62,7 +62,7 @@ TEST_CASE("views: tenants shows each bucket; nulls are '-' and ages are readable
         "no tenants have jobs in queue q\n");
 }
 
-TEST_CASE("views: jobs list one line per job; a job shows blocked_by while queued") {
+TEST_CASE("views: jobs list one line per job, a job shows blocked_by while queued") {
   json job = {{"id", "job_1"},
               {"queue", "q"},
               {"tenant", "acme"},
