@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time.h"
+#include "server/admin_page.h"
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
@@ -319,6 +320,7 @@ void RegisterRoutes(Router& router, App& app) {
   RegisterJobRoutes(router, app);
   RegisterLeaseRoutes(router, app);
   RegisterAdminRoutes(router, app);
+  RegisterAdminPageRoutes(router);
 }
 
 }  // namespace sluice
