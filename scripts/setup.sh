@@ -10,18 +10,29 @@ for t in "$@"; do TARGETS+=(--target "$t"); done
 
 PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-dev
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
-          curl jq)
+          curl jq chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The dashboard test runs Node.js (>= 20, on the machine; Debian's as a fallback).
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing: ${missing[*]}"
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# playwright-core for the dashboard test (tests/dashboard), as locked; it drives the
+# chromium installed above and downloads no browser of its own.
+DASH=tests/dashboard
+if [ ! -f "$DASH/node_modules/.package-lock.json" ] ||
+   [ "$DASH/package-lock.json" -nt "$DASH/node_modules/.package-lock.json" ]; then
+  echo "==> installing $DASH/node_modules (npm ci)"
+  (cd "$DASH" && npm ci --no-audit --no-fund)
 fi
 
 WERROR=OFF
