@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
   cli.add_option("--out", out_dir, "where the CSV files go");
   cli.add_option("--ms-per-row", ms_per_row, "simulated work per row");
   cli.add_option("--worker-id", options.worker_id, "name in logs and the server's records");
+  cli.add_option("--wait-ms", options.wait_ms,
+                 "long-poll length; also the longest a SIGTERM waits for the poll in flight");
   CLI11_PARSE(cli, argc, argv);
   if (options.token.empty()) {
     std::fprintf(stderr, "set SLUICE_TOKEN (a work-scoped token)\n");

@@ -18,15 +18,22 @@ rm -rf "$DATA"/sluice.db "$DATA"/sluice.db-wal "$DATA"/sluice.db-shm "$DATA"/por
 export SLUICE_ADMIN_TOKEN="demo-admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 
 pids=()
+server_pid=""
+# Workers and the submitter stop first (workers finish their running jobs and their
+# poll in flight), then the server, so no ack is left undelivered.
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT INT TERM
 
 "$BUILD_DIR"/server/sluiced --listen 127.0.0.1:0 --port-file "$DATA/port" \
   --db "$DATA/sluice.db" --config examples/sluice.json 2>"$DATA/sluiced.log" &
-pids+=($!)
+server_pid=$!
 for _ in $(seq 1 200); do [ -s "$DATA/port" ] && break; sleep 0.05; done
 [ -s "$DATA/port" ] || { echo "sluiced did not start:"; cat "$DATA/sluiced.log"; exit 1; }
 URL="http://127.0.0.1:$(cat "$DATA/port")"
@@ -47,10 +54,10 @@ admin "$URL/v1/admin/queues/report-export" |
 # worker-1: any command per job (here a shell script); worker-2: the C++ library.
 SLUICE_TOKEN="$WORK" REPORT_DIR="$DATA/reports" REPORT_MS_PER_ROW=20 \
   "$BUILD_DIR"/worker/sluice-worker --server "$URL" --queue report-export --concurrency 2 \
-  --worker-id worker-1 -- examples/report_export.sh &
+  --worker-id worker-1 --wait-ms 2000 -- examples/report_export.sh &
 pids+=($!)
 SLUICE_TOKEN="$WORK" "$BUILD_DIR"/examples/sluice-report-worker --server "$URL" \
-  --concurrency 2 --out "$DATA/reports" --ms-per-row 20 --worker-id worker-2 &
+  --concurrency 2 --out "$DATA/reports" --ms-per-row 20 --worker-id worker-2 --wait-ms 2000 &
 pids+=($!)
 "$BUILD_DIR"/examples/sluice-submit --server "$URL" --tenant acme --tenant globex \
   --tenant initech --jobs 12 --bursts 3 --interval-ms 8000 --rows-max 30 --deadline-in-ms 60000 &
