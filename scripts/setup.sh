@@ -35,8 +35,10 @@ if [ ! -f "$DASH/node_modules/.package-lock.json" ] ||
   (cd "$DASH" && npm ci --no-audit --no-fund)
 fi
 
-WERROR=OFF
-[ -n "${CI:-}" ] && WERROR=ON
+# CI turns warnings into errors; otherwise an existing build dir keeps its setting, so
+# a demo after a CI-style test run does not rebuild everything.
+WERROR_FLAG=()
+[ -n "${CI:-}" ] && WERROR_FLAG=(-DSLUICE_WERROR=ON)
 echo "==> building in $BUILD_DIR"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_WERROR="$WERROR" >/dev/null
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${WERROR_FLAG[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" "${TARGETS[@]}"

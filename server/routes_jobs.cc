@@ -96,8 +96,9 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
 void Rejected(App& app, const HttpRequest& req, const std::string& queue, const std::string& tenant,
               const Error& e, const SubmitOutcome* o) {
   app.metrics.CountRejection(queue, tenant, ErrorCodeName(e.code));
+  const std::string token = BearerToken(req);
   json fields = {{"request_id", req.request_id},
-                 {"token", BearerToken(req).empty() ? "none" : TokenDigest(BearerToken(req))},
+                 {"token", token.empty() ? "none" : TokenDigest(token)},
                  {"queue", queue},
                  {"tenant", tenant},
                  {"decision", "reject"},

@@ -17,8 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 struct Fixture {
   ServerProcess server;
   std::unique_ptr<httplib::Client> http = server.Client();

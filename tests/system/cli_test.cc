@@ -135,8 +135,6 @@ std::map<std::string, std::string> Fields(const std::string& text) {
   return fields;
 }
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 // A server with queue `report-export` (policy as given), submit tokens for acme and globex
 // and a work token. Sluice() runs the CLI with SLUICE_URL and the admin SLUICE_TOKEN.
 struct Fixture {

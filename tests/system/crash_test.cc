@@ -376,8 +376,6 @@ uint64_t SeedFromEnvironmentOrRandom() {
   return (uint64_t{rd()} << 32) | rd();
 }
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]") {
   const auto started = SteadyClock::now();
   const uint64_t seed = SeedFromEnvironmentOrRandom();

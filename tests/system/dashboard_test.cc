@@ -19,8 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

@@ -16,8 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 // A raw connection, for what an HTTP client library would not send.
 class RawConnection {
  public:

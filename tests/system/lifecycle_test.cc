@@ -15,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token, httplib::Headers extra = {}) {
-  extra.emplace("Authorization", "Bearer " + token);
-  return extra;
-}
-
 struct Life {
   ServerProcess server;
   std::unique_ptr<httplib::Client> http = server.Client();

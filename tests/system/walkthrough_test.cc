@@ -12,8 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-httplib::Headers Bearer(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
-
 // A server with one queue and tokens for two tenants and a worker.
 struct Fixture {
   ServerProcess server;

@@ -153,4 +153,9 @@ HttpResult Call(httplib::Client& c, const std::string& method, const std::string
   return out;
 }
 
+httplib::Headers Bearer(const std::string& token, httplib::Headers extra) {
+  extra.emplace("Authorization", "Bearer " + token);
+  return extra;
+}
+
 }  // namespace sluice::testing

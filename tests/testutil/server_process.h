@@ -51,6 +51,9 @@ class ServerProcess {
   int port_ = 0;
 };
 
+// The Authorization header for a bearer token, plus any `extra` headers.
+httplib::Headers Bearer(const std::string& token, httplib::Headers extra = {});
+
 // Convenience for JSON requests in tests.
 struct HttpResult {
   int status = 0;
