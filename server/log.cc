@@ -1,7 +1,11 @@
 #include "server/log.h"
 
-#include <spdlog/async.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "common/crypto.h"
 #include "common/time.h"
@@ -31,21 +35,75 @@ std::string LogfmtValue(const nlohmann::json& v) {
   return out + "\"";
 }
 
+// Gathers formatted lines in memory and writes them to a file descriptor in large
+// writes: once the buffer passes 64 KiB, on flush (every line at warn or above, and
+// shutdown), and every 100 ms from its own thread. The caller formats its line and
+// appends it under a mutex; nobody is woken per line, which matters at one access
+// line per request (an asynchronous logger wakes its thread for each message).
+class BufferedFdSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit BufferedFdSink(int fd) : fd_(fd), flusher_([this] { FlushLoop(); }) {}
+  ~BufferedFdSink() override {
+    {
+      std::lock_guard lock(stop_mu_);
+      stopping_ = true;
+    }
+    stop_cv_.notify_one();
+    flusher_.join();
+    std::lock_guard lock(mutex_);
+    WriteOut();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    buffer_.append(formatted.data(), formatted.size());
+    if (buffer_.size() >= kHighWater) WriteOut();
+  }
+  void flush_() override { WriteOut(); }
+
+ private:
+  static constexpr size_t kHighWater = 64 * 1024;
+
+  void WriteOut() {  // mutex_ held
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // nowhere to write: drop the lines rather than block
+      done += static_cast<size_t>(n);
+    }
+    buffer_.clear();
+  }
+
+  void FlushLoop() {
+    std::unique_lock lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; })) {
+      flush();
+    }
+  }
+
+  const int fd_;
+  std::string buffer_;  // guarded by mutex_
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // guarded by stop_mu_
+  std::thread flusher_;
+};
+
 }  // namespace
 
 void ConfigureLogging(LogFormat f, std::string instance_id) {
   format = f;
   instance = std::move(instance_id);
-  spdlog::init_thread_pool(8192, 1);
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  auto logger = std::make_shared<spdlog::async_logger>("sluiced", sink, spdlog::thread_pool(),
-                                                       spdlog::async_overflow_policy::block);
+  auto logger =
+      std::make_shared<spdlog::logger>("sluiced", std::make_shared<BufferedFdSink>(STDERR_FILENO));
   // The time and level are part of each line's text (they differ per format).
   logger->set_pattern(f == LogFormat::kJson ? "%v" : "%Y-%m-%dT%H:%M:%S.%eZ %l %v",
                       spdlog::pattern_time_type::utc);
+  logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
-  spdlog::flush_every(std::chrono::seconds(1));
-  spdlog::flush_on(spdlog::level::warn);
 }
 
 void LogEvent(spdlog::level::level_enum level, std::string_view event,

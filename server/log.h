@@ -2,7 +2,7 @@
 // (`2026-11-29T23:39:39.166Z info rejected queue=q tenant=acme ...`) or as one JSON
 // object per line (`--log-format json`). Every line carries the instance id.
 // Tokens never reach a log line: callers pass token ids (public) or TokenDigest().
-// Thread-safe; lines are written by a background thread (spdlog async).
+// Thread-safe; lines are buffered and written every 100 ms (at once from warn up).
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -15,7 +15,7 @@ namespace sluice {
 
 enum class LogFormat { kText, kJson };
 
-// Sets up the default logger (stderr, asynchronous). Call once, before logging.
+// Sets up the default logger (stderr, buffered). Call once, before logging.
 void ConfigureLogging(LogFormat format, std::string instance_id);
 
 void LogEvent(spdlog::level::level_enum level, std::string_view event,

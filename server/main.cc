@@ -221,6 +221,6 @@ int main(int argc, char** argv) {
   io.stop();
   io_thread.join();
   sluice::LogEvent(spdlog::level::info, "stopped", nlohmann::json::object());
-  spdlog::shutdown();  // flushes the asynchronous log
+  spdlog::shutdown();  // flushes the buffered log
   return 0;
 }
