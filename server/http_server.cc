@@ -178,7 +178,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& c : captures) req_.matches.push_back(std::move(c));
 
     if (route->async_handler) {
-      WatchPeer();
+      if (route->long_poll) WatchPeer();
       try {
         route->async_handler(req_, Reply(shared_from_this()));
       } catch (const std::exception&) {

@@ -126,6 +126,11 @@ void Router::AddAsync(std::string method, const std::string& pattern, AsyncHandl
       Route{std::move(method), pattern, std::move(segments), nullptr, std::move(handler)});
 }
 
+void Router::AddLongPoll(std::string method, const std::string& pattern, AsyncHandler handler) {
+  AddAsync(std::move(method), pattern, std::move(handler));
+  routes_.back().long_poll = true;
+}
+
 Router::Found Router::Find(const std::string& method, const std::string& path, const Route** route,
                            std::vector<std::string>* captures) const {
   const std::vector<std::string_view> segments = SplitPath(path);

@@ -44,6 +44,11 @@ class Router {
  public:
   void Add(std::string method, const std::string& pattern, Handler handler);
   void AddAsync(std::string method, const std::string& pattern, AsyncHandler handler);
+  // An asynchronous route whose answer may wait long (a long-poll): while it waits, the
+  // server watches the connection, and Reply::PeerGone() tells whether the client hung
+  // up. Other routes answer within a commit and are not watched (the watch costs
+  // system calls on every request).
+  void AddLongPoll(std::string method, const std::string& pattern, AsyncHandler handler);
 
   struct Route {
     std::string method;
@@ -51,6 +56,7 @@ class Router {
     std::vector<std::string> segments;  // "{}" or "{}:suffix" capture; else literal
     Handler handler;                    // exactly one of these is set
     AsyncHandler async_handler;
+    bool long_poll = false;  // watch the peer while the answer waits
   };
   enum class Found { kRoute, kNoPath, kWrongMethod };
   // The route for `method` and `path`, and its captures (percent-decoded).

@@ -171,8 +171,8 @@ void Heartbeat(App& app, const HttpRequest& req, Reply reply) {
 }  // namespace
 
 void RegisterLeaseRoutes(Router& router, App& app) {
-  router.AddAsync("POST", "/v1/leases",
-                  [&app](const HttpRequest& req, Reply reply) { Lease(app, req, reply); });
+  router.AddLongPoll("POST", "/v1/leases",
+                     [&app](const HttpRequest& req, Reply reply) { Lease(app, req, reply); });
   router.AddAsync("POST", "/v1/jobs/{}/complete",
                   [&app](const HttpRequest& req, Reply reply) { Complete(app, req, reply); });
   router.AddAsync("POST", "/v1/jobs/{}/heartbeat",
