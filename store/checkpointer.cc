@@ -18,8 +18,17 @@ Checkpointer::~Checkpointer() {
   thread_.join();
 }
 
-int Checkpointer::WalHook(void* self, sqlite3*, const char*, int pages) {
+int Checkpointer::WalHook(void* self, sqlite3* db, const char* name, int pages) {
   auto* c = static_cast<Checkpointer*>(self);
+  if (c->tail_wanted_.exchange(false, std::memory_order_relaxed)) {
+    // Copies what the background checkpoint left (it flushes the WAL first, then the
+    // database). Readers still on old frames may keep the WAL from starting over; the
+    // next background checkpoint asks again.
+    int log = 0;
+    int copied = 0;
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+    return SQLITE_OK;
+  }
   // The WAL restarted from its beginning: the last checkpoint emptied it.
   if (pages < c->pages_at_request_) c->pages_at_request_ = 0;
   // Ask again only once the WAL has grown by half a threshold since the last request:
@@ -47,7 +56,14 @@ void Checkpointer::Loop() {
     }
     try {
       if (!db) db = std::make_unique<sqlite::Db>(path_, "FULL", 1000);
-      db->Exec("PRAGMA wal_checkpoint(PASSIVE)");
+      int log = 0;
+      int copied = 0;
+      int rc =
+          sqlite3_wal_checkpoint_v2(db->raw(), "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) throw sqlite::SqliteError(rc, "checkpoint");
+      // `log` is the WAL as it was when the checkpoint began: the writer has gone on
+      // appending since, so the writer copies the rest (see the header).
+      if (rc == SQLITE_OK && copied > 0) tail_wanted_.store(true, std::memory_order_relaxed);
     } catch (const sqlite::SqliteError&) {
       db.reset();  // storage trouble: try again on the next request
     }

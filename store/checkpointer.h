@@ -2,9 +2,18 @@
 // checkpoints are turned off (a checkpoint inside a COMMIT fsyncs the database file
 // and would hold up every request in that batch), and this thread runs PASSIVE
 // checkpoints on its own connection whenever the writer reports a long WAL.
+//
+// Under a steady stream of commits a background checkpoint never catches up: it copies
+// the frames that were there when it began, and by its end the writer has appended
+// more. SQLite starts the WAL over from its beginning only once every frame has been
+// copied, so the file would grow without end (and appending to a growing file costs far
+// more than overwriting one: new pages, new blocks, a new size to flush). So once a
+// background checkpoint has copied most of the WAL, the writer copies the rest itself,
+// after its next commit: a few frames, and its next transaction starts the WAL over.
 // Thread-safe: OnCommit is called from the writer thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -29,6 +38,8 @@ class Checkpointer {
 
   std::string path_;
   const int wal_pages_;
+  // A background checkpoint left frames behind: the writer copies them (see above).
+  std::atomic<bool> tail_wanted_{false};
   int pages_at_request_ = 0;  // WAL length at the last request (writer thread only)
   std::mutex mu_;
   std::condition_variable cv_;
