@@ -1,7 +1,13 @@
 #include "store/writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 namespace sluice {
 
@@ -15,11 +21,35 @@ Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor comple
   sqlite::Stmt level = db_->Prepare("PRAGMA synchronous");
   flushes_ = level.Step() && level.Int(0) >= 2;
   flushing_now_ = flushes_;
+  if (flushes_ && OpenWal()) {
+    db_->Exec("PRAGMA synchronous=NORMAL");  // the syncer flushes instead
+    flushing_now_ = false;
+    syncer_ = std::thread([this] { SyncLoop(); });
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
+bool Writer::OpenWal() {
+  sqlite::Stmt mode = db_->Prepare("PRAGMA journal_mode");
+  if (!mode.Step() || mode.Text(0) != "wal") return false;
+  const char* main_file = sqlite3_db_filename(db_->raw(), "main");
+  if (main_file == nullptr || *main_file == '\0') return false;  // in memory
+  wal_path_ = std::string(main_file) + "-wal";
+  wal_fd_ = ::open(wal_path_.c_str(), O_RDWR | O_CLOEXEC);
+  if (wal_fd_ < 0) return false;  // not there yet: SQLite flushes inside COMMIT instead
+  // The WAL's directory entry must be on disk too (SQLite syncs it with the file's first
+  // flush, which the syncer now makes).
+  std::string dir = wal_path_.substr(0, wal_path_.find_last_of('/') + 1);
+  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return true;
+}
+
 void Writer::SetFlushing(bool flush) {
-  flush = flush && flushes_;
+  flush = flush && flushes_ && !pipelined();
   if (flush == flushing_now_) return;
   db_->Exec(flush ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
   flushing_now_ = flush;
@@ -32,6 +62,15 @@ Writer::~Writer() {
   }
   cv_.notify_all();
   thread_.join();
+  if (syncer_.joinable()) {
+    {
+      std::lock_guard lock(sync_mu_);
+      sync_stopping_ = true;
+    }
+    sync_cv_.notify_all();
+    syncer_.join();
+  }
+  if (wal_fd_ >= 0) ::close(wal_fd_);
 }
 
 void Writer::Enqueue(Op op) {
@@ -56,6 +95,11 @@ uint64_t Writer::flushed_commits() const {
   return flushed_;
 }
 
+uint64_t Writer::flushes() const {
+  std::lock_guard lock(mu_);
+  return flushes_done_;
+}
+
 uint64_t Writer::operations() const {
   std::lock_guard lock(mu_);
   return operations_;
@@ -73,9 +117,92 @@ void Writer::Loop() {
         pending_.pop_front();
       }
     }
-    RunBatch(batch);
+    const bool durable = std::any_of(batch.begin(), batch.end(),
+                                     [](const Op& op) { return op.sync == Sync::kDurable; });
+    std::vector<Op> committed = RunBatch(batch, durable);
+    if (pipelined()) {
+      if (!committed.empty()) HandToSyncer(std::move(committed), durable);
+    } else {
+      for (Op& op : committed) Finish(op, std::nullopt);
+    }
     DeliverFinished();
   }
+}
+
+void Writer::HandToSyncer(std::vector<Op> ops, bool durable) {
+  {
+    std::lock_guard lock(sync_mu_);
+    if (durable || syncing_ || !to_sync_.empty()) {
+      for (Op& op : ops) to_sync_.push_back(std::move(op));
+      ops.clear();
+    }
+  }
+  if (ops.empty()) {
+    sync_cv_.notify_one();
+    return;
+  }
+  // Nothing committed before these waits for a flush: they may be answered now.
+  for (Op& op : ops) Finish(op, std::nullopt);
+}
+
+void Writer::SyncLoop() {
+  for (;;) {
+    std::vector<Op> ops;
+    {
+      std::unique_lock lock(sync_mu_);
+      sync_cv_.wait(lock, [&] { return sync_stopping_ || !to_sync_.empty(); });
+      if (to_sync_.empty()) return;  // stopping and drained
+      ops.swap(to_sync_);
+      syncing_ = true;
+    }
+    // Every commit of `ops` ended before this flush began, so the flush covers it.
+    std::optional<Error> err = FlushWal();
+    {
+      std::lock_guard lock(sync_mu_);
+      syncing_ = false;
+    }
+    if (!err) {
+      std::lock_guard lock(mu_);
+      ++flushes_done_;
+    }
+    std::vector<std::function<void()>> deferred;
+    for (Op& op : ops) {
+      if (op.deferred && completions_) {
+        deferred.push_back([finish = std::move(op.finish), err] { finish(err); });
+      } else {
+        op.finish(err);
+      }
+    }
+    if (!deferred.empty()) {
+      completions_([fns = std::move(deferred)] {
+        for (const auto& f : fns) f();
+      });
+    }
+  }
+}
+
+std::optional<Error> Writer::FlushWal() {
+  if (flush_failed_) return flush_failed_;
+  // SQLite keeps its WAL file while a connection is open; should it ever have been
+  // replaced, flush the file that is there now.
+  struct stat st {};
+  if (::fstat(wal_fd_, &st) == 0 && st.st_nlink == 0) {
+    int fd = ::open(wal_path_.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) {
+      ::dup2(fd, wal_fd_);
+      ::close(fd);
+    }
+  }
+  int rc;
+  do {
+    rc = ::fdatasync(wal_fd_);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return std::nullopt;
+  flush_failed_ =
+      MakeError(ErrorCode::kStorageUnavailable,
+                std::string("flushing the write-ahead log failed (") + std::strerror(errno) +
+                    "): nothing more can be made durable until sluiced restarts");
+  return flush_failed_;
 }
 
 void Writer::Finish(Op& op, const std::optional<Error>& e) {
@@ -91,7 +218,7 @@ void Writer::DeliverFinished() {
   finished_ = {};
 }
 
-void Writer::RunBatch(std::deque<Op>& batch) {
+std::vector<Writer::Op> Writer::RunBatch(std::deque<Op>& batch, bool durable) {
   // Operations whose changes live in the open transaction, waiting for its commit.
   std::deque<Op> in_txn;
   const auto started = std::chrono::steady_clock::now();
@@ -103,12 +230,11 @@ void Writer::RunBatch(std::deque<Op>& batch) {
       MakeError(ErrorCode::kStorageUnavailable, "storage is unavailable; try again later");
 
   try {
-    SetFlushing(std::any_of(batch.begin(), batch.end(),
-                            [](const Op& op) { return op.sync == Sync::kDurable; }));
-    db_->Exec("BEGIN IMMEDIATE");
+    SetFlushing(durable);
+    db_->Prepare("BEGIN IMMEDIATE").Exec();
   } catch (const sqlite::SqliteError& e) {
     fail_all(batch, sqlite::ToError(e));
-    return;
+    return {};
   }
   for (Op& op : batch) {
     try {
@@ -153,10 +279,10 @@ void Writer::RunBatch(std::deque<Op>& batch) {
   }
   if (!db_->InTransaction()) {
     fail_all(in_txn, storage_down);
-    return;
+    return {};
   }
   try {
-    db_->Exec("COMMIT");
+    db_->Prepare("COMMIT").Exec();
   } catch (const sqlite::SqliteError& e) {
     try {
       db_->Exec("ROLLBACK");
@@ -165,19 +291,20 @@ void Writer::RunBatch(std::deque<Op>& batch) {
     fail_all(in_txn, sqlite::ToError(e).code == ErrorCode::kStorageUnavailable
                          ? storage_down
                          : sqlite::ToError(e));
-    return;
+    return {};
   }
+  const bool waits_for_flush = flushing_now_ || (pipelined() && durable);
   if (on_commit_) {
     on_commit_(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-               in_txn.size(), flushing_now_);
+               in_txn.size(), waits_for_flush);
   }
   {
     std::lock_guard lock(mu_);
     ++commits_;
-    if (flushing_now_) ++flushed_;
+    if (waits_for_flush) ++flushed_;
     operations_ += in_txn.size();
   }
-  for (Op& op : in_txn) Finish(op, std::nullopt);
+  return {std::make_move_iterator(in_txn.begin()), std::make_move_iterator(in_txn.end())};
 }
 
 }  // namespace sluice

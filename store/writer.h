@@ -7,6 +7,20 @@
 //      nothing behind, and does not undo the others in its batch.
 //   2. If the COMMIT (or the transaction) fails, every operation of the batch gets
 //      storage_unavailable: nothing is reported durable that is not on disk.
+//   3. A caller hears back only once every commit before its own is as durable as its
+//      own: a kDurable operation once a flush that began after its commit has ended; a
+//      kCommitted one once no earlier commit still waits for a flush. So no answer
+//      reveals a change (a job to lease, say) that a power loss could still take back.
+//
+// Pipelined flushing: with synchronous FULL (or EXTRA) on a WAL database, the writer
+// commits with synchronous=NORMAL (no flush inside COMMIT) and a second thread, the
+// syncer, flushes the WAL file (fdatasync) while the writer runs the next batch; each
+// flush serves every commit made before it began. SQLite's own WAL recovery keeps a
+// commit only if all its frames are intact, so a commit whose frames the flush did not
+// cover is dropped whole on a power loss, and none of its callers was answered. If a
+// flush fails, the kernel may have dropped pages of the WAL, so no later flush can be
+// trusted either: the writer fails every later durable operation with
+// storage_unavailable until the process restarts (and recovers from the file).
 // Thread-safe: Run() may be called from any thread.
 #pragma once
 
@@ -17,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -75,8 +90,11 @@ class Writer {
 
   // Counters for benchmarks and metrics.
   uint64_t commits() const;
-  uint64_t flushed_commits() const;  // commits that waited for the disk
+  uint64_t flushed_commits() const;  // commits whose callers waited for the disk
+  uint64_t flushes() const;          // flushes of the WAL by the syncer (pipelined only)
   uint64_t operations() const;
+  // Whether flushes run on the syncer thread (see above).
+  bool pipelined() const { return wal_fd_ >= 0; }
 
  private:
   template <typename T>
@@ -114,12 +132,21 @@ class Writer {
 
   void Enqueue(Op op);
   void Loop();
-  void RunBatch(std::deque<Op>& batch);
+  // Runs a batch; returns the operations it committed (the others are finished).
+  std::vector<Op> RunBatch(std::deque<Op>& batch, bool durable);
   // Finishes `op` now, or queues its finish for the batch's delivery.
   void Finish(Op& op, const std::optional<Error>& e);
   void DeliverFinished();
   // Sets the connection to flush the next commit or not.
   void SetFlushing(bool flush);
+
+  // Pipelined flushing.
+  bool OpenWal();  // opens wal_fd_ on the connection's WAL file; false if there is none
+  // Commits `ops` need (or, `durable` false, must wait for) a flush: hands them to the
+  // syncer, unless they need none and none is pending (then they finish now).
+  void HandToSyncer(std::vector<Op> ops, bool durable);
+  void SyncLoop();
+  std::optional<Error> FlushWal();  // syncer thread only
 
   std::unique_ptr<sqlite::Db> db_;
   const size_t max_batch_;
@@ -128,13 +155,23 @@ class Writer {
   bool flushes_ = false;       // the connection's synchronous level flushes commits
   bool flushing_now_ = false;  // the level currently set (writer thread only)
   std::vector<std::function<void()>> finished_;  // writer thread only
+  std::string wal_path_;
+  int wal_fd_ = -1;  // >= 0: pipelined flushing
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  std::vector<Op> to_sync_;            // guarded by sync_mu_
+  bool syncing_ = false;               // a flush is under way; guarded by sync_mu_
+  bool sync_stopping_ = false;         // guarded by sync_mu_
+  std::optional<Error> flush_failed_;  // syncer thread only
+  std::thread syncer_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Op> pending_;   // guarded by mu_
-  bool stopping_ = false;    // guarded by mu_
-  uint64_t commits_ = 0;     // guarded by mu_
-  uint64_t flushed_ = 0;     // guarded by mu_
-  uint64_t operations_ = 0;  // guarded by mu_
+  std::deque<Op> pending_;     // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  uint64_t commits_ = 0;       // guarded by mu_
+  uint64_t flushed_ = 0;       // guarded by mu_
+  uint64_t flushes_done_ = 0;  // guarded by mu_
+  uint64_t operations_ = 0;    // guarded by mu_
   std::thread thread_;
 };
 

@@ -83,6 +83,55 @@ TEST_CASE("A connection that never flushes is left alone", "[writer]") {
            }).ok());
   CHECK(w.commits() == 1);
   CHECK(w.flushed_commits() == 0);
+  CHECK_FALSE(w.pipelined());
+}
+
+TEST_CASE("With synchronous=FULL the syncer flushes, once per durable caller at least",
+          "[writer]") {
+  TempDir dir;
+  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
+  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  Writer w(std::move(db));
+  REQUIRE(w.pipelined());
+  auto insert = [&](int64_t k, Writer::Sync sync) {
+    return w.Run<Ok>(
+        [k](sqlite::Db& d) -> Status {
+          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+          return Ok{};
+        },
+        sync);
+  };
+  // A durable caller hears back only after a flush that began after its commit: with
+  // nobody else writing, one flush each.
+  for (int64_t k = 1; k <= 3; ++k) {
+    REQUIRE(insert(k, Writer::Sync::kDurable).ok());
+    CHECK(w.flushes() == static_cast<uint64_t>(k));
+  }
+  // Nothing waits for a flush: a committed-only operation is answered without one.
+  REQUIRE(insert(4, Writer::Sync::kCommitted).ok());
+  CHECK(w.flushes() == 3);
+  CHECK(w.commits() == 4);
+  CHECK(w.flushed_commits() == 3);
+
+  // Concurrent durable callers share flushes.
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 50;
+  std::atomic<int> failures{0};
+  {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          if (!insert(100 + t * kPerThread + i, Writer::Sync::kDurable).ok()) ++failures;
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+  }
+  CHECK(failures.load() == 0);
+  CAPTURE(w.flushes(), w.commits());
+  CHECK(w.flushes() <= w.commits());
+  CHECK(w.flushes() < 3 + kThreads * kPerThread);
 }
 
 TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") {
