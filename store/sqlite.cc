@@ -1,5 +1,7 @@
 #include "store/sqlite.h"
 
+#include <mutex>
+
 namespace sluice::sqlite {
 namespace {
 
@@ -84,6 +86,10 @@ std::optional<std::string> Stmt::OptText(int col) const {
 }
 
 Db::Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms) {
+  // SQLite's memory statistics take a global mutex on every allocation, on every
+  // connection; nothing here reads them. Only possible before SQLite initializes.
+  static std::once_flag configured;
+  std::call_once(configured, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   int rc =
       sqlite3_open_v2(path.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
