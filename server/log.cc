@@ -17,10 +17,9 @@ LogFormat format = LogFormat::kText;
 std::string instance;
 
 // logfmt value: bare when plain, else quoted with escapes.
-std::string LogfmtValue(const nlohmann::json& v) {
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  bool plain = !s.empty() && s.find_first_of(" \"=\\\n\t") == std::string::npos;
-  if (plain) return s;
+std::string LogfmtText(std::string_view s) {
+  bool plain = !s.empty() && s.find_first_of(" \"=\\\n\t") == std::string_view::npos;
+  if (plain) return std::string(s);
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') {
@@ -33,6 +32,10 @@ std::string LogfmtValue(const nlohmann::json& v) {
     }
   }
   return out + "\"";
+}
+
+std::string LogfmtValue(const nlohmann::json& v) {
+  return v.is_string() ? LogfmtText(v.get_ref<const std::string&>()) : LogfmtText(v.dump());
 }
 
 // Gathers formatted lines in memory and writes them to a file descriptor in large
@@ -122,6 +125,26 @@ void LogEvent(spdlog::level::level_enum level, std::string_view event,
   line += " instance=" + instance;
   for (const auto& [k, v] : fields.items()) line += " " + k + "=" + LogfmtValue(v);
   spdlog::log(level, "{}", line);
+}
+
+void LogRequest(std::string_view request_id, std::string_view method, std::string_view path,
+                int status, double duration_ms, std::string_view remote) {
+  if (!spdlog::should_log(spdlog::level::info)) return;
+  if (format == LogFormat::kJson) {
+    LogEvent(spdlog::level::info, "request",
+             {{"request_id", request_id},
+              {"method", method},
+              {"path", path},
+              {"status", status},
+              {"duration_ms", duration_ms},
+              {"remote", remote}});
+    return;
+  }
+  // Same fields, same order and quoting as LogEvent's text format.
+  spdlog::info(
+      "request instance={} duration_ms={} method={} path={} remote={} request_id={} status={}",
+      instance, nlohmann::json(duration_ms).dump(), LogfmtText(method), LogfmtText(path),
+      LogfmtText(remote), LogfmtText(request_id), status);
 }
 
 std::string TokenDigest(std::string_view token) {

@@ -181,13 +181,8 @@ int main(int argc, char** argv) {
           const sluice::HttpRequest& req, const std::string& route, int status, double seconds) {
         metrics.ObserveRequest(req.method, route.empty() ? "unmatched" : route, status, seconds);
         if (access_log) {
-          sluice::LogEvent(spdlog::level::info, "request",
-                           {{"request_id", req.request_id},
-                            {"method", req.method},
-                            {"path", req.path},
-                            {"status", status},
-                            {"duration_ms", std::round(seconds * 1e6) / 1e3},
-                            {"remote", req.remote_addr}});
+          sluice::LogRequest(req.request_id, req.method, req.path, status,
+                             std::round(seconds * 1e6) / 1e3, req.remote_addr);
         }
       });
   auto bound = server.Listen(host, port);
