@@ -575,7 +575,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions option
     Migrate(*db);
     store->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
     store->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch, options.completions,
-                                              options.on_commit);
+                                              options.on_commit, options.on_flush);
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
     err.detail = std::string("cannot open database: ") + e.what();

@@ -27,6 +27,7 @@ struct SqliteStoreOptions {
   // Writer); default: on the writer thread. Must outlive the store.
   Writer::Executor completions;
   Writer::CommitObserver on_commit;  // see Writer
+  Writer::FlushObserver on_flush;    // see Writer
 };
 
 class SqliteStore final : public Store {

@@ -12,11 +12,12 @@
 namespace sluice {
 
 Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions,
-               CommitObserver on_commit)
+               CommitObserver on_commit, FlushObserver on_flush)
     : db_(std::move(db)),
       max_batch_(max_batch),
       completions_(std::move(completions)),
-      on_commit_(std::move(on_commit)) {
+      on_commit_(std::move(on_commit)),
+      on_flush_(std::move(on_flush)) {
   // FULL (2) or EXTRA (3) flush each commit; the WAL's NORMAL (1) and OFF (0) do not.
   sqlite::Stmt level = db_->Prepare("PRAGMA synchronous");
   flushes_ = level.Step() && level.Int(0) >= 2;
@@ -133,6 +134,7 @@ void Writer::HandToSyncer(std::vector<Op> ops, bool durable) {
   {
     std::lock_guard lock(sync_mu_);
     if (durable || syncing_ || !to_sync_.empty()) {
+      ++commits_to_sync_;
       for (Op& op : ops) to_sync_.push_back(std::move(op));
       ops.clear();
     }
@@ -148,15 +150,22 @@ void Writer::HandToSyncer(std::vector<Op> ops, bool durable) {
 void Writer::SyncLoop() {
   for (;;) {
     std::vector<Op> ops;
+    size_t commits = 0;
     {
       std::unique_lock lock(sync_mu_);
       sync_cv_.wait(lock, [&] { return sync_stopping_ || !to_sync_.empty(); });
       if (to_sync_.empty()) return;  // stopping and drained
       ops.swap(to_sync_);
+      std::swap(commits, commits_to_sync_);
       syncing_ = true;
     }
     // Every commit of `ops` ended before this flush began, so the flush covers it.
+    const auto started = std::chrono::steady_clock::now();
     std::optional<Error> err = FlushWal();
+    if (!err && on_flush_) {
+      on_flush_(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                commits);
+    }
     {
       std::lock_guard lock(sync_mu_);
       syncing_ = false;

@@ -59,9 +59,13 @@ class Writer {
   // `on_commit`, if set, hears of every commit on the writer thread: its duration in
   // seconds (from BEGIN to the end of COMMIT, flush included), its operations, and
   // whether it was flushed.
+  // `on_flush`, if set, hears of every flush the syncer makes (pipelined flushing), on
+  // the syncer thread: its duration in seconds and the commits it made durable.
   using CommitObserver = std::function<void(double seconds, size_t operations, bool flushed)>;
+  using FlushObserver = std::function<void(double seconds, size_t commits)>;
   explicit Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch = 512,
-                  Executor completions = nullptr, CommitObserver on_commit = nullptr);
+                  Executor completions = nullptr, CommitObserver on_commit = nullptr,
+                  FlushObserver on_flush = nullptr);
   ~Writer();  // drains queued operations, then stops
 
   Writer(const Writer&) = delete;
@@ -152,6 +156,7 @@ class Writer {
   const size_t max_batch_;
   Executor completions_;
   CommitObserver on_commit_;
+  FlushObserver on_flush_;
   bool flushes_ = false;       // the connection's synchronous level flushes commits
   bool flushing_now_ = false;  // the level currently set (writer thread only)
   std::vector<std::function<void()>> finished_;  // writer thread only
@@ -160,6 +165,7 @@ class Writer {
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   std::vector<Op> to_sync_;            // guarded by sync_mu_
+  size_t commits_to_sync_ = 0;         // commits behind to_sync_; guarded by sync_mu_
   bool syncing_ = false;               // a flush is under way; guarded by sync_mu_
   bool sync_stopping_ = false;         // guarded by sync_mu_
   std::optional<Error> flush_failed_;  // syncer thread only

@@ -137,6 +137,10 @@ TEST_CASE("admin: totals per queue and tenant, and /metrics with them") {
         2);
   CHECK(SampleValue(m, "sluice_release_lag_seconds_count") == 1);
   CHECK(SampleValue(m, "sluice_storage_commit_seconds_count") > 0);
+  // synchronous FULL (the default) on a WAL file: the syncer flushed the submits.
+  CHECK(SampleValue(m, "sluice_storage_flush_seconds_count") > 0);
+  CHECK(SampleValue(m, "sluice_storage_flush_commits_sum") >=
+        SampleValue(m, "sluice_storage_flush_seconds_count"));
   CHECK(m.find("sluice_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/queues/"
                "{}/jobs\",status=\"202\"}") != std::string::npos);
   CHECK(Call(*f.http, "GET", "/metrics").status == 401);
