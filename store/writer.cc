@@ -204,7 +204,7 @@ std::optional<Error> Writer::FlushWal() {
   }
   int rc;
   do {
-    rc = ::fdatasync(wal_fd_);
+    rc = flush_ ? flush_(wal_fd_) : ::fdatasync(wal_fd_);
   } while (rc != 0 && errno == EINTR);
   if (rc == 0) return std::nullopt;
   flush_failed_ =

@@ -100,6 +100,11 @@ class Writer {
   // Whether flushes run on the syncer thread (see above).
   bool pipelined() const { return wal_fd_ >= 0; }
 
+  // Tests only, before the first operation: flushes the WAL with `flush` (returns 0, or
+  // -1 with errno set, like fdatasync) instead of fdatasync, to make a disk error that
+  // a real disk here will not.
+  void SetFlushForTesting(std::function<int(int fd)> flush) { flush_ = std::move(flush); }
+
  private:
   template <typename T>
   void Submit(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
@@ -168,6 +173,7 @@ class Writer {
   size_t commits_to_sync_ = 0;         // commits behind to_sync_; guarded by sync_mu_
   bool syncing_ = false;               // a flush is under way; guarded by sync_mu_
   bool sync_stopping_ = false;         // guarded by sync_mu_
+  std::function<int(int)> flush_;      // set by tests only
   std::optional<Error> flush_failed_;  // syncer thread only
   std::thread syncer_;
   mutable std::mutex mu_;

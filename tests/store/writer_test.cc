@@ -3,8 +3,11 @@
 // others (invariant 1).
 #include "store/writer.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -184,6 +187,42 @@ TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") 
   CAPTURE(commits, ops);
   CHECK(ops == static_cast<uint64_t>(kThreads * kPerThread));
   CHECK(commits < ops);  // some transactions carried more than one submit
+}
+
+TEST_CASE("A failed flush fails its callers and every later durable one until restart",
+          "[writer]") {
+  TempDir dir;
+  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
+  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  Writer w(std::move(db));
+  REQUIRE(w.pipelined());
+  std::atomic<int> flushes{0};
+  w.SetFlushForTesting([&flushes](int fd) {
+    if (++flushes == 2) {
+      errno = EIO;  // the disk lost a write
+      return -1;
+    }
+    return ::fdatasync(fd);
+  });
+  auto insert = [&](int64_t k, Writer::Sync sync) {
+    return w.Run<Ok>(
+        [k](sqlite::Db& d) -> Status {
+          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+          return Ok{};
+        },
+        sync);
+  };
+  REQUIRE(insert(1, Writer::Sync::kDurable).ok());
+  auto lost = insert(2, Writer::Sync::kDurable);
+  REQUIRE_FALSE(lost.ok());
+  CHECK(lost.error().code == ErrorCode::kStorageUnavailable);
+  // The kernel may have dropped pages of the WAL: no later flush proves anything, so
+  // nothing more is acknowledged as durable, though the disk answers again.
+  auto after = insert(3, Writer::Sync::kDurable);
+  REQUIRE_FALSE(after.ok());
+  CHECK(after.error().code == ErrorCode::kStorageUnavailable);
+  CHECK(after.error().detail.find("restart") != std::string::npos);
+  CHECK(flushes.load() == 2);
 }
 
 enum class OpKind { kGood, kReturnsError, kThrows };
