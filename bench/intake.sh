@@ -198,7 +198,7 @@ run_hello() {  # run_hello <raw-output-file>
 }
 
 # ---- (b)/(c) sluice -------------------------------------------------------------------
-S_CSW="" S_DIED="" S_LOG="" S_CPU_US="" S_SYNCS="" S_RPS="" S_OK="" S_BAD="" S_CODES="" S_DB="" S_DB_AFTER="" S_SOCK=""
+S_STORE="" S_CSW="" S_DIED="" S_LOG="" S_CPU_US="" S_SYNCS="" S_RPS="" S_OK="" S_BAD="" S_CODES="" S_DB="" S_DB_AFTER="" S_SOCK=""
 run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
   local sync="$1" file="$2" dir db pid url admin token code port=""
   dir="$(mktemp -d "$ROOT/$OUT/intake-data.XXXXXX")"
@@ -233,6 +233,14 @@ run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
 
   echo "== sluiced --synchronous $sync on $url: wrk -t$WRK_THREADS -c$CONNS -d$DURATION POST /v1/queues/intake/jobs" >"$file.head"
   SLUICE_BENCH_TOKEN="$token" run_wrk "$file.body" "$pid" -s "$LUA" "$url/v1/queues/intake/jobs"
+  # Where a job's time goes in the store: mean commit and flush durations, and jobs per
+  # commit, from the server's own histograms.
+  S_STORE="$(curl -fsS --max-time 5 -H "Authorization: Bearer $admin" "$url/metrics" 2>/dev/null |
+    awk '$1 == "sluice_storage_commit_seconds_sum" {cs = $2} $1 == "sluice_storage_commit_seconds_count" {cn = $2}
+         $1 == "sluice_storage_commit_batch_size_sum" {bs = $2}
+         $1 == "sluice_storage_flush_seconds_sum" {fs = $2} $1 == "sluice_storage_flush_seconds_count" {fn = $2}
+         END {if (cn > 0) printf "commit %.3f ms mean, %.1f jobs per commit", cs * 1000 / cn, bs / cn;
+              if (fn > 0) printf "; flush %.3f ms mean (%d flushes, %.1f jobs each)", fs * 1000 / fn, fn, bs / fn}')" || S_STORE=""
   S_DIED=""
   if ! alive "$pid"; then
     local st=0
@@ -309,6 +317,7 @@ check_run() {  # check_run <label>
   else
     printf '   %-16s server CPU %s us, %s context switches per job%s\n' "" "$S_CPU_US" "$S_CSW" "${S_SYNCS:+; $S_SYNCS syncs}"
   fi
+  [ -n "$S_STORE" ] && printf '   %-16s %s\n' "" "$S_STORE"
   if [ "$S_BAD" != 0 ]; then
     NON202=1
     echo "   !! $label: $S_BAD responses were not 202 ($S_CODES)"
