@@ -1,5 +1,8 @@
 #include "server/http.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "shaper/policy.h"
 
 namespace sluice {
@@ -143,6 +146,129 @@ json LeasedJobToJson(const JobRecord& job) {
           {"leased_at", TimeOrNull(job.leased_at)},
           {"deadline", TimeOrNull(job.deadline)},
           {"traceparent", job.traceparent ? json(*job.traceparent) : json()}};
+}
+
+namespace {
+
+// A JSON string, as nlohmann::json prints it: plain ASCII as is, anything else (escapes,
+// UTF-8 checks) through nlohmann::json itself.
+void AppendString(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (!plain) {
+    out += json(std::string(s)).dump();
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void AppendTime(std::string& out, const std::optional<Micros>& t) {
+  if (!t) {
+    out += "null";
+    return;
+  }
+  out += '"';
+  out += FormatRfc3339(*t);
+  out += '"';
+}
+
+// Stored JSON text (written by nlohmann::json::dump) as is; like ParseStored, text that
+// is not JSON becomes a string and a missing value null.
+void AppendStored(std::string& out, std::string_view text) {
+  if (json::accept(text)) {
+    out += text;
+  } else {
+    AppendString(out, text);
+  }
+}
+
+void AppendStored(std::string& out, const std::optional<std::string>& text) {
+  if (text) return AppendStored(out, std::string_view(*text));
+  out += "null";
+}
+
+// Keys in nlohmann::json's (sorted) order; each value appended by the caller.
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
+  ~ObjectWriter() { out_ += '}'; }
+  std::string& Key(std::string_view key) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += key;
+    out_ += "\":";
+    return out_;
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::string JobJson(const JobRecord& job) {
+  std::string out;
+  out.reserve(512 + job.payload.size());
+  {
+    ObjectWriter o(out);
+    o.Key("attempt") += std::to_string(job.attempt);
+    o.Key("cost") += std::to_string(job.cost);
+    AppendTime(o.Key("created_at"), job.created_at);
+    AppendTime(o.Key("deadline"), job.deadline);
+    AppendStored(o.Key("errors"), std::string_view(job.errors));
+    AppendTime(o.Key("estimated_start"), job.estimated_start);
+    AppendTime(o.Key("finished_at"), job.finished_at);
+    AppendString(o.Key("id"), job.id);
+    AppendTime(o.Key("lease_expires_at"), job.lease_expires_at);
+    o.Key("lease_ms") += std::to_string(job.lease_ms);
+    o.Key("max_attempts") += std::to_string(job.max_attempts);
+    AppendTime(o.Key("not_before"), job.not_before);
+    AppendStored(o.Key("payload"), std::string_view(job.payload));
+    o.Key("policy_version") += std::to_string(job.policy_version);
+    AppendString(o.Key("queue"), job.queue);
+    AppendStored(o.Key("result"), job.result);
+    AppendString(o.Key("state"), JobStateName(job.state));
+    AppendString(o.Key("tenant"), job.tenant);
+    if (job.traceparent) {
+      AppendString(o.Key("traceparent"), *job.traceparent);
+    } else {
+      o.Key("traceparent") += "null";
+    }
+  }
+  return out;
+}
+
+void RenderJob(HttpResponse& res, int status, const JobRecord& job) {
+  res.status = status;
+  res.set_content(JobJson(job), "application/json");
+}
+
+std::string LeasedJobJson(const JobRecord& job) {
+  std::string out;
+  out.reserve(384 + job.payload.size());
+  {
+    ObjectWriter o(out);
+    o.Key("attempt") += std::to_string(job.attempt);
+    o.Key("cost") += std::to_string(job.cost);
+    AppendTime(o.Key("deadline"), job.deadline);
+    AppendString(o.Key("id"), job.id);
+    AppendTime(o.Key("lease_expires_at"), job.lease_expires_at);
+    AppendString(o.Key("lease_id"), job.lease_id.value_or(""));
+    AppendTime(o.Key("leased_at"), job.leased_at);
+    AppendStored(o.Key("payload"), std::string_view(job.payload));
+    AppendString(o.Key("queue"), job.queue);
+    AppendString(o.Key("tenant"), job.tenant);
+    if (job.traceparent) {
+      AppendString(o.Key("traceparent"), *job.traceparent);
+    } else {
+      o.Key("traceparent") += "null";
+    }
+  }
+  return out;
 }
 
 json TotalsToJson(const Totals& t) {

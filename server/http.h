@@ -34,6 +34,13 @@ bool ValidTraceparent(const std::string& tp);
 
 nlohmann::json JobToJson(const JobRecord& job);
 nlohmann::json LeasedJobToJson(const JobRecord& job);
+// The same as JobToJson(job).dump() and LeasedJobToJson(job).dump(), written directly:
+// intake and leases render one per job, and building the JSON object (and parsing the
+// stored payload to print it again) cost about a tenth of an I/O thread's time.
+std::string JobJson(const JobRecord& job);
+std::string LeasedJobJson(const JobRecord& job);
+// A response whose body is the job (JobJson).
+void RenderJob(HttpResponse& res, int status, const JobRecord& job);
 // A queue: its policy, version, paused, stats {queued, queued_cost, leased} and totals
 // {admitted, released, succeeded, failed, expired, lease_timeouts} (the caller may add
 // counts kept in memory, such as rejections).

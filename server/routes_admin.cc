@@ -273,7 +273,7 @@ void RetryJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto job = app.store.Retry(req.matches[1], app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
   app.dispatcher.Notify();
-  RenderJson(res, 200, JobToJson(job.value()));
+  RenderJob(res, 200, job.value());
 }
 
 }  // namespace

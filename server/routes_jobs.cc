@@ -127,7 +127,7 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
         app.dispatcher.Notify();
       }
       res.set_header("Location", "/v1/jobs/" + o.job->id);
-      return RenderJson(res, 202, JobToJson(*o.job));
+      return RenderJob(res, 202, *o.job);
     case AdmissionOutcome::kQueueFull: {
       Error e = MakeError(ErrorCode::kQueueFull,
                           "the backlog of queue '" + queue + "' for this tenant is full");
@@ -232,7 +232,7 @@ void CancelJob(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!job.ok()) return RenderError(res, job.error());
   auto canceled = app.store.Cancel(job.value().id, app.clock.Now());
   if (!canceled.ok()) return RenderError(res, canceled.error());
-  RenderJson(res, 200, JobToJson(canceled.value()));
+  RenderJob(res, 200, canceled.value());
 }
 
 // Cursors are opaque to clients: "c" + the admission sequence in hex.

@@ -64,9 +64,14 @@ void Lease(App& app, const HttpRequest& req, Reply reply) {
         // On the dispatcher's thread: render elsewhere.
         reply.Later([jobs = std::move(jobs)](HttpResponse& res) {
           if (!jobs.ok()) return RenderError(res, jobs.error());
-          json out = json::array();
-          for (const JobRecord& j : jobs.value()) out.push_back(LeasedJobToJson(j));
-          RenderJson(res, 200, {{"jobs", out}});
+          std::string body = "{\"jobs\":[";
+          for (const JobRecord& j : jobs.value()) {
+            if (&j != &jobs.value().front()) body += ',';
+            body += LeasedJobJson(j);
+          }
+          body += "]}";
+          res.status = 200;
+          res.set_content(std::move(body), "application/json");
         });
       },
       [reply] { return reply.PeerGone(); });
@@ -111,7 +116,7 @@ void AnswerJob(const Reply& reply, Result<JobRecord> job, std::function<void()> 
   reply.Later([job = std::move(job), after = std::move(after)](HttpResponse& res) {
     if (!job.ok()) return RenderError(res, job.error());
     if (after) after();
-    RenderJson(res, 200, JobToJson(job.value()));
+    RenderJob(res, 200, job.value());
   });
 }
 
