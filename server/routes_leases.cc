@@ -36,8 +36,8 @@ Result<LeaseAsk> ReadLease(App& app, const HttpRequest& req) {
     if (!who.value().MayWorkOn(name)) {
       return MakeError(ErrorCode::kForbidden, "this token may not work on queue '" + name + "'");
     }
-    auto info = app.store.GetQueue(name);
-    if (!info.ok()) return info.error();
+    auto known = app.store.CheckQueue(name);
+    if (!known.ok()) return known.error();
     lease.queues.push_back(name);
   }
   auto max_jobs = IntField(b, "max_jobs", 1, 100);

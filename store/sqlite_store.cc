@@ -30,6 +30,7 @@ constexpr int kJobColumnCount = 22;  // of SLUICE_JOB_COLUMNS: a column after th
 
 constexpr const char* kSelectQueue =
     "SELECT name, policy, version, paused FROM queues WHERE name = ?";
+constexpr const char* kQueueExists = "SELECT 1 FROM queues WHERE name = ?";
 #define SLUICE_BUCKET_SUMS                                                    \
   "COALESCE(SUM(b.queued_count), 0), COALESCE(SUM(b.queued_cost), 0), "       \
   "COALESCE(SUM(b.leased), 0), COALESCE(SUM(b.admitted_total), 0), "          \
@@ -623,6 +624,15 @@ Result<QueueInfo> SqliteStore::GetQueue(const std::string& name) {
     if (!q) return UnknownQueue(name);
     q->stats = LoadQueueStats(db, name);
     return *q;
+  });
+}
+
+Status SqliteStore::CheckQueue(const std::string& name) {
+  return Read<Ok>([&](Db& db) -> Status {
+    Stmt s = db.Prepare(kQueueExists);
+    s.BindAll(name);
+    if (!s.Step()) return UnknownQueue(name);
+    return Ok{};
   });
 }
 

@@ -38,6 +38,7 @@ class SqliteStore final : public Store {
   Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
                              Micros now) override;
   Result<QueueInfo> GetQueue(const std::string& name) override;
+  Status CheckQueue(const std::string& name) override;
   Result<std::vector<QueueInfo>> ListQueues() override;
   Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) override;
   Status SetPaused(const std::string& queue, bool paused, Micros now) override;

@@ -180,6 +180,9 @@ class Store {
   virtual Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
                                      Micros now) = 0;
   virtual Result<QueueInfo> GetQueue(const std::string& name) = 0;
+  // Ok if the queue exists, not_found otherwise: GetQueue without the counts (which
+  // sum over every bucket), for hot paths such as each lease request.
+  virtual Status CheckQueue(const std::string& name) = 0;
   virtual Result<std::vector<QueueInfo>> ListQueues() = 0;
   virtual Result<std::vector<BucketInfo>> ListBuckets(const std::string& queue) = 0;
   virtual Status SetPaused(const std::string& queue, bool paused, Micros now) = 0;

@@ -56,6 +56,11 @@ TEST_CASE("PutQueue creates a queue at version 1 and every put bumps the version
   auto missing = f.store().GetQueue("nope");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ErrorCode::kNotFound);
+
+  CHECK(f.store().CheckQueue("export").ok());
+  auto unknown = f.store().CheckQueue("nope");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == ErrorCode::kNotFound);
 }
 
 TEST_CASE("Submit admits a job and it is durable across a reopen", "[store]") {

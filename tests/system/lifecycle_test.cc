@@ -75,6 +75,18 @@ TEST_CASE("heartbeat extends a live lease; a stale one is lease_lost") {
   CHECK(f.Work(job["id"], "heartbeat", json::object()).status == 400);  // no lease_id
 }
 
+TEST_CASE("a lease naming a queue that does not exist is not_found, and takes nothing") {
+  Life f(kFast);
+  auto sub = f.Submit(f.acme, {{"payload", 1}});
+  auto r = Call(*f.http, "POST", "/v1/leases", {{"queues", {"q", "nope"}}, {"wait_ms", 0}},
+                Bearer(f.worker));
+  CHECK(r.status == 404);
+  CHECK(r.body["error"] == "not_found");
+  CHECK(r.body["detail"].get<std::string>().find("nope") != std::string::npos);
+  json job = f.LeaseOne();  // the job in "q" is still there for a valid request
+  CHECK(job["id"] == sub.body["id"]);
+}
+
 TEST_CASE("a lease that runs out goes back to queued, and its lease_id is lost") {
   Life f({{"rate", 1000}, {"capacity", 1000}, {"lease_ms", 300}});
   auto sub = f.Submit(f.acme, {{"payload", 1}});
