@@ -164,6 +164,11 @@ void AppendString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+void AppendOptString(std::string& out, const std::optional<std::string>& s) {
+  if (s) return AppendString(out, std::string_view(*s));
+  out += "null";
+}
+
 void AppendTime(std::string& out, const std::optional<Micros>& t) {
   if (!t) {
     out += "null";
@@ -233,11 +238,7 @@ std::string JobJson(const JobRecord& job) {
     AppendStored(o.Key("result"), job.result);
     AppendString(o.Key("state"), JobStateName(job.state));
     AppendString(o.Key("tenant"), job.tenant);
-    if (job.traceparent) {
-      AppendString(o.Key("traceparent"), *job.traceparent);
-    } else {
-      o.Key("traceparent") += "null";
-    }
+    AppendOptString(o.Key("traceparent"), job.traceparent);
   }
   return out;
 }
@@ -262,11 +263,7 @@ std::string LeasedJobJson(const JobRecord& job) {
     AppendStored(o.Key("payload"), std::string_view(job.payload));
     AppendString(o.Key("queue"), job.queue);
     AppendString(o.Key("tenant"), job.tenant);
-    if (job.traceparent) {
-      AppendString(o.Key("traceparent"), *job.traceparent);
-    } else {
-      o.Key("traceparent") += "null";
-    }
+    AppendOptString(o.Key("traceparent"), job.traceparent);
   }
   return out;
 }

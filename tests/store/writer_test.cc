@@ -27,18 +27,28 @@ using testing::MakePolicy;
 using testing::StoreFixture;
 using testing::TempDir;
 
+// A database file with one table, t (k INTEGER PRIMARY KEY), opened for a Writer at the
+// given synchronous level.
+std::unique_ptr<sqlite::Db> KeyTable(const TempDir& dir, const std::string& synchronous) {
+  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), synchronous, 5000);
+  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
+  return db;
+}
+
+// Inserts `k` into table t through the writer.
+Status InsertKey(Writer& w, int64_t k, Writer::Sync sync = Writer::Sync::kDurable) {
+  return w.Run<Ok>(
+      [k](sqlite::Db& d) -> Status {
+        d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+        return Ok{};
+      },
+      sync);
+}
+
 TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
   TempDir dir;
-  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
-  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
-  Writer w(std::move(db));
-  for (int64_t k = 0; k < 5; ++k) {
-    auto r = w.Run<Ok>([k](sqlite::Db& d) -> Status {
-      d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
-      return Ok{};
-    });
-    REQUIRE(r.ok());
-  }
+  Writer w(KeyTable(dir, "FULL"));
+  for (int64_t k = 0; k < 5; ++k) REQUIRE(InsertKey(w, k).ok());
   // Nobody else was waiting: one transaction per operation.
   CHECK(w.commits() == 5);
   CHECK(w.operations() == 5);
@@ -46,17 +56,8 @@ TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
 
 TEST_CASE("Only batches holding a durable operation wait for the disk", "[writer]") {
   TempDir dir;
-  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
-  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
-  Writer w(std::move(db));
-  auto insert = [&](int64_t k, Writer::Sync sync) {
-    return w.Run<Ok>(
-        [k](sqlite::Db& d) -> Status {
-          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
-          return Ok{};
-        },
-        sync);
-  };
+  Writer w(KeyTable(dir, "FULL"));
+  auto insert = [&](int64_t k, Writer::Sync sync) { return InsertKey(w, k, sync); };
   REQUIRE(insert(1, Writer::Sync::kCommitted).ok());
   REQUIRE(insert(2, Writer::Sync::kCommitted).ok());
   CHECK(w.commits() == 2);
@@ -77,9 +78,7 @@ TEST_CASE("Only batches holding a durable operation wait for the disk", "[writer
 
 TEST_CASE("A connection that never flushes is left alone", "[writer]") {
   TempDir dir;
-  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "NORMAL", 5000);
-  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
-  Writer w(std::move(db));
+  Writer w(KeyTable(dir, "NORMAL"));
   REQUIRE(w.Run<Ok>([](sqlite::Db& d) -> Status {
              d.Exec("INSERT INTO t (k) VALUES (1)");
              return Ok{};
@@ -92,18 +91,9 @@ TEST_CASE("A connection that never flushes is left alone", "[writer]") {
 TEST_CASE("With synchronous=FULL the syncer flushes, once per durable caller at least",
           "[writer]") {
   TempDir dir;
-  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
-  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
-  Writer w(std::move(db));
+  Writer w(KeyTable(dir, "FULL"));
   REQUIRE(w.pipelined());
-  auto insert = [&](int64_t k, Writer::Sync sync) {
-    return w.Run<Ok>(
-        [k](sqlite::Db& d) -> Status {
-          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
-          return Ok{};
-        },
-        sync);
-  };
+  auto insert = [&](int64_t k, Writer::Sync sync) { return InsertKey(w, k, sync); };
   // A durable caller hears back only after a flush that began after its commit: with
   // nobody else writing, one flush each.
   for (int64_t k = 1; k <= 3; ++k) {
@@ -192,9 +182,7 @@ TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") 
 TEST_CASE("A failed flush fails its callers and every later durable one until restart",
           "[writer]") {
   TempDir dir;
-  auto db = std::make_unique<sqlite::Db>(dir.File("w.db"), "FULL", 5000);
-  db->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY)");
-  Writer w(std::move(db));
+  Writer w(KeyTable(dir, "FULL"));
   REQUIRE(w.pipelined());
   std::atomic<int> flushes{0};
   w.SetFlushForTesting([&flushes](int fd) {
@@ -204,14 +192,7 @@ TEST_CASE("A failed flush fails its callers and every later durable one until re
     }
     return ::fdatasync(fd);
   });
-  auto insert = [&](int64_t k, Writer::Sync sync) {
-    return w.Run<Ok>(
-        [k](sqlite::Db& d) -> Status {
-          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
-          return Ok{};
-        },
-        sync);
-  };
+  auto insert = [&](int64_t k, Writer::Sync sync) { return InsertKey(w, k, sync); };
   REQUIRE(insert(1, Writer::Sync::kDurable).ok());
   auto lost = insert(2, Writer::Sync::kDurable);
   REQUIRE_FALSE(lost.ok());
