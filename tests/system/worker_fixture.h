@@ -62,14 +62,17 @@ struct WorkerRig {
         timeout);
   }
   // The real sluice-worker on queue q: `flags` before `--`, then the command.
+  // `env`: more "NAME=value" entries for the worker's environment.
   std::unique_ptr<Subprocess> Worker(std::vector<std::string> flags,
-                                     std::vector<std::string> command) {
+                                     std::vector<std::string> command,
+                                     std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {SLUICE_WORKER_BINARY, "--server", server.url(), "--queue", "q",
                                      "--wait-ms",          "2000"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--");
     argv.insert(argv.end(), command.begin(), command.end());
-    return Launch(argv, {"SLUICE_TOKEN=" + work});
+    env.push_back("SLUICE_TOKEN=" + work);
+    return Launch(argv, std::move(env));
   }
   std::unique_ptr<Subprocess> Launch(std::vector<std::string> argv, std::vector<std::string> env) {
     return std::make_unique<Subprocess>(std::move(argv), std::move(env),

@@ -51,6 +51,21 @@ TEST_CASE("sluice-worker runs the command per job and completes it with its stdo
   CHECK(log.find(rig.work) == std::string::npos);
 }
 
+TEST_CASE("the command sees the traceparent given at submit, and none for a job without") {
+  WorkerRig rig(kFast);
+  const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  auto traced = Call(*rig.http, "POST", "/v1/queues/q/jobs", {{"payload", {{"n", 1}}}},
+                     {{"Authorization", "Bearer " + rig.submit}, {"traceparent", tp}});
+  REQUIRE(traced.status == 202);
+  const std::string untraced = rig.Submit({{"n", 2}});
+  // A TRACEPARENT in the worker's own environment must not leak into jobs without one.
+  auto worker = rig.Worker({}, {"sh", "-c", "jq -c '{tp: env.TRACEPARENT}'"},
+                           {"TRACEPARENT=00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01"});
+  REQUIRE(rig.AllInState({traced.body["id"], untraced}, "succeeded", seconds(30)));
+  CHECK(rig.Job(traced.body["id"])["result"]["tp"] == tp);
+  CHECK(rig.Job(untraced)["result"]["tp"].is_null());
+}
+
 TEST_CASE("a failing command is retried, then the job fails with its stderr") {
   WorkerRig rig(kFast);
   std::string id = rig.Submit({{"n", 1}});
