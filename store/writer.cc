@@ -192,15 +192,14 @@ void Writer::SyncLoop() {
 
 std::optional<Error> Writer::FlushWal() {
   if (flush_failed_) return flush_failed_;
-  // SQLite keeps its WAL file while a connection is open; should it ever have been
-  // replaced, flush the file that is there now.
+  // SQLite keeps its WAL file while a connection is open. Should it ever have been
+  // removed all the same, commits may sit in a file that no longer exists: fail closed.
   struct stat st {};
   if (::fstat(wal_fd_, &st) == 0 && st.st_nlink == 0) {
-    int fd = ::open(wal_path_.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd >= 0) {
-      ::dup2(fd, wal_fd_);
-      ::close(fd);
-    }
+    flush_failed_ = MakeError(ErrorCode::kStorageUnavailable,
+                              "the write-ahead log file was removed under sluiced: nothing "
+                              "more can be made durable until sluiced restarts");
+    return flush_failed_;
   }
   int rc;
   do {
