@@ -4,16 +4,14 @@
 // under sluice-worker. The work takes --ms-per-row per row (the simulated cost of a
 // real export), and stops early if the lease is lost.
 //   SLUICE_TOKEN=... sluice-report-worker --server URL --out var/reports [--concurrency 2]
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
+#include "worker/signals.h"
 #include "worker/worker.h"
 
 namespace {
@@ -117,22 +115,13 @@ int main(int argc, char** argv) {
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  sluice::BlockStopSignals();  // before any thread starts (worker/signals.h)
   sluice::Worker worker(
       options, [&](sluice::JobContext& ctx) { return ExportReport(ctx, out_dir, ms_per_row); });
-  std::thread stopper([&] {
-    int signo = 0;
-    if (sigwait(&signals, &signo) == 0 && signo != SIGUSR1) worker.Stop();
+  // The first SIGINT or SIGTERM drains; later ones change nothing.
+  sluice::Status status = sluice::RunUntilSignalled(worker, [&](int, int nth) {
+    if (nth == 1) worker.Stop();
   });
-  sluice::Status status = worker.Run();
-  pthread_kill(stopper.native_handle(), SIGUSR1);
-  stopper.join();
   if (!status.ok()) {
     spdlog::error("{}", status.error().detail);
     return 1;

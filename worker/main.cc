@@ -3,15 +3,14 @@
 // The token comes from --token or, better (it is not visible in ps), SLUICE_TOKEN.
 // SIGTERM/SIGINT: stop leasing, let running commands finish within --drain-ms, fail the
 // rest back as retryable, exit 0. A second signal skips the rest of the drain.
-#include <pthread.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <thread>
 
 #include "worker/command_job.h"
+#include "worker/signals.h"
 #include "worker/worker.h"
 
 int main(int argc, char** argv) {
@@ -58,37 +57,22 @@ int main(int argc, char** argv) {
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
 
-  // Signals are taken by one thread (sigwait); every other thread, and so every child
-  // (whose mask is reset at spawn), starts with them blocked. A closed pipe is an error
+  // Signals are taken by one thread (worker/signals.h). A closed pipe is an error
   // return, not a death.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);  // "Run() returned": ends the signal thread
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sluice::BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);
 
   sluice::Worker worker(
       options, [&command](sluice::JobContext& ctx) { return sluice::RunCommandJob(command, ctx); });
-  std::thread signal_thread([&] {
-    int seen = 0;
-    while (true) {
-      int signo = 0;
-      if (sigwait(&signals, &signo) != 0 || signo == SIGUSR1) return;
-      if (++seen == 1) {
-        spdlog::info("signal {}: draining (running commands get {} ms)", strsignal(signo),
-                     drain_ms);
-        worker.Stop();
-      } else {
-        spdlog::info("signal {} again: stopping running commands now", strsignal(signo));
-        worker.Abort();
-      }
+  sluice::Status status = sluice::RunUntilSignalled(worker, [&](int signo, int nth) {
+    if (nth == 1) {
+      spdlog::info("signal {}: draining (running commands get {} ms)", strsignal(signo), drain_ms);
+      worker.Stop();
+    } else {
+      spdlog::info("signal {} again: stopping running commands now", strsignal(signo));
+      worker.Abort();
     }
   });
-  sluice::Status status = worker.Run();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
   if (!status.ok()) {
     spdlog::error("{}", status.error().detail);
     return 1;
