@@ -1,24 +1,19 @@
 // System tests of the `sluice` CLI: the real binary, run as a subprocess against the real
 // sluiced on a free loopback port. Each test checks stdout, stderr and the exit code.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "tests/testutil/server_process.h"
 #include "tests/testutil/subprocess.h"
 #include "tests/testutil/temp_dir.h"
-
-extern char** environ;
 
 namespace sluice::testing {
 namespace {
@@ -49,39 +44,15 @@ CliRun RunCli(const std::vector<std::string>& args, const std::vector<std::strin
                     err_path = dir.File("stderr");
   std::ofstream(in_path) << input;
 
-  std::vector<std::string> argv_s = {SLUICE_CLI_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) {
-    std::string s(*e);
-    if (s.rfind("SLUICE_URL=", 0) != 0 && s.rfind("SLUICE_TOKEN=", 0) != 0) env_s.push_back(s);
-  }
-  env_s.insert(env_s.end(), env.begin(), env.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT, 0644);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(rc == 0);
-  int status = 0;
-  bool exited =
-      Eventually([&] { return waitpid(pid, &status, WNOHANG) == pid; }, std::chrono::seconds(30));
-  if (!exited) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    FAIL("sluice did not exit within 30 s");
-  }
+  std::vector<std::string> argv = {SLUICE_CLI_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env_all = {"SLUICE_URL", "SLUICE_TOKEN"};  // none of this process's
+  env_all.insert(env_all.end(), env.begin(), env.end());
+  Subprocess cli(std::move(argv), std::move(env_all), Streams{in_path, out_path, err_path});
+  std::optional<int> status = cli.Wait(std::chrono::seconds(30));
+  if (!status) FAIL("sluice did not exit within 30 s");  // killed as `cli` goes
   CliRun run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  run.exit_code = *status;
   run.out = ReadFile(out_path);
   run.err = ReadFile(err_path);
   return run;

@@ -27,16 +27,28 @@ bool Eventually(const std::function<bool()>& ready, std::chrono::milliseconds ti
 Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env,
                        std::string log_path)
     : log_path_(std::move(log_path)) {
+  Spawn(std::move(argv), env, Streams{"/dev/null", log_path_, ""});  // stderr: as stdout
+}
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> env,
+                       const Streams& streams)
+    : log_path_(streams.stdout_path) {
+  Spawn(std::move(argv), env, streams);
+}
+
+void Subprocess::Spawn(std::vector<std::string> argv, const std::vector<std::string>& env,
+                       const Streams& streams) {
+  auto name = [](const std::string& s) { return s.substr(0, s.find('=')); };
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string s(*e);
     bool replaced = false;
-    for (const std::string& add : env) {
-      if (s.substr(0, s.find('=') + 1) == add.substr(0, add.find('=') + 1)) replaced = true;
-    }
+    for (const std::string& add : env) replaced = replaced || name(s) == name(add);
     if (!replaced) env_strings.push_back(s);
   }
-  for (const std::string& add : env) env_strings.push_back(add);
+  for (const std::string& add : env) {
+    if (add.find('=') != std::string::npos) env_strings.push_back(add);
+  }
   std::vector<char*> args, envp;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -45,10 +57,15 @@ Subprocess::Subprocess(std::vector<std::string> argv, std::vector<std::string> e
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                   0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, streams.stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, streams.stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (streams.stderr_path.empty()) {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, streams.stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
   int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot spawn " + argv[0]);

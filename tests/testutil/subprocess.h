@@ -13,10 +13,21 @@
 
 namespace sluice::testing {
 
+// Where a Subprocess's standard streams go, when not to one log.
+struct Streams {
+  std::string stdin_path = "/dev/null";
+  std::string stdout_path;  // created
+  std::string stderr_path;  // created
+};
+
 class Subprocess {
  public:
-  // `env` entries ("NAME=value") are added to (or replace) this process's environment.
+  // `env` entries ("NAME=value") are added to (or replace) this process's environment;
+  // an entry "NAME" (no '=') removes NAME from it.
   Subprocess(std::vector<std::string> argv, std::vector<std::string> env, std::string log_path);
+  // The same with stdin read from a file and stdout and stderr kept apart (ReadLog()
+  // reads stdout).
+  Subprocess(std::vector<std::string> argv, std::vector<std::string> env, const Streams& streams);
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
@@ -28,6 +39,9 @@ class Subprocess {
   std::string ReadLog() const;
 
  private:
+  void Spawn(std::vector<std::string> argv, const std::vector<std::string>& env,
+             const Streams& streams);
+
   pid_t pid_ = -1;
   std::string log_path_;
   std::optional<int> status_;
