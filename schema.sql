@@ -34,8 +34,11 @@ CREATE TABLE IF NOT EXISTS buckets (
 ) STRICT, WITHOUT ROWID;
 
 -- Jobs. seq is admission order (FIFO within a bucket, rule 8); id is the opaque name.
+-- seq is the rowid without AUTOINCREMENT: a new job's seq is above every job in the
+-- table, which is all FIFO order and list cursors need, and a submit does not rewrite
+-- a sqlite_sequence page. (Databases made before keep AUTOINCREMENT; both work.)
 CREATE TABLE IF NOT EXISTS jobs (
-  seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq               INTEGER PRIMARY KEY,
   id                TEXT NOT NULL UNIQUE,
   queue             TEXT NOT NULL,
   tenant            TEXT NOT NULL,
@@ -72,7 +75,8 @@ CREATE INDEX IF NOT EXISTS jobs_queued_deadline ON jobs (deadline_at) WHERE stat
 -- Lease expiry.
 CREATE INDEX IF NOT EXISTS jobs_leased_expiry ON jobs (lease_expires_at) WHERE state = 'leased';
 -- Queued jobs not yet available (not_before, retry backoff): the next wake-up.
-CREATE INDEX IF NOT EXISTS jobs_queued_available ON jobs (queue, available_at) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS jobs_delayed ON jobs (queue, available_at)
+  WHERE state = 'queued' AND available_at > created_at;
 
 -- API tokens. The plaintext is shown once at creation; only its SHA-256 is kept.
 CREATE TABLE IF NOT EXISTS tokens (
