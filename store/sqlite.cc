@@ -85,14 +85,18 @@ std::optional<std::string> Stmt::OptText(int col) const {
   return Text(col);
 }
 
-Db::Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms) {
+void ConfigureOnce() {
   // SQLite's memory statistics take a global mutex on every allocation, on every
   // connection; nothing here reads them. Only possible before SQLite initializes.
   static std::once_flag configured;
   std::call_once(configured, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
-  int rc =
-      sqlite3_open_v2(path.c_str(), &db_,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+}
+
+Db::Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms,
+       const char* vfs) {
+  ConfigureOnce();
+  int rc = sqlite3_open_v2(path.c_str(), &db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);

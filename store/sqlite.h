@@ -71,10 +71,16 @@ class Stmt {
   sqlite3_stmt* stmt_;
 };
 
+// Process-wide SQLite settings that must precede SQLite's initialization; every
+// path into SQLite here calls it first.
+void ConfigureOnce();
+
 class Db {
  public:
-  // Opens (creating) the file in WAL mode with the given synchronous level.
-  Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms);
+  // Opens (creating) the file in WAL mode with the given synchronous level, through the
+  // named registered VFS (nullptr: the default).
+  Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms,
+     const char* vfs = nullptr);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;

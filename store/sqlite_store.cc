@@ -12,6 +12,7 @@
 #include "shaper/backoff.h"
 #include "shaper/dispatch.h"
 #include "store/schema_sql.h"
+#include "store/wal_vfs.h"
 
 namespace sluice {
 namespace {
@@ -579,7 +580,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(SqliteStoreOptions option
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(options));
   try {
-    auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms);
+    // The writer's WAL writes go out one system call per commit (store/wal_vfs.h).
+    auto db = std::make_unique<Db>(options.path, options.synchronous, options.busy_timeout_ms,
+                                   sqlite::RegisterCoalescingWalVfs());
     db->Exec(kSchemaSql);
     Migrate(*db);
     store->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
