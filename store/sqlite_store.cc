@@ -104,7 +104,7 @@ constexpr const char* kInsertJob =
     "INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, "
     "policy_version, created_at, not_before, available_at, deadline_at, estimated_start, "
     "traceparent) "
-    "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " SLUICE_JOB_COLUMNS;
+    "VALUES (?, ?, ?, 'queued', ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 constexpr const char* kSelectJob = "SELECT " SLUICE_JOB_COLUMNS " FROM jobs WHERE id = ?";
 constexpr const char* kBucketHead =
     "SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head "
@@ -734,14 +734,28 @@ void SqliteStore::SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) 
         out.decision = Admit(out.policy, bucket, req, now);
         if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
 
-        Stmt s = db.Prepare(kInsertJob);
-        s.BindAll(TimeOrderedId("job_", now, 6), job.queue, job.tenant, job.payload, job.cost,
-                  job.max_attempts.value_or(q->policy.max_attempts),
-                  job.lease_ms.value_or(q->policy.lease_ms), q->version, now, job.not_before,
-                  std::max(now, job.not_before.value_or(now)), req.deadline,
-                  out.decision.estimated_start, job.traceparent);
-        s.Step();
-        out.job = RowToJob(s);
+        // The stored row is exactly these values and the schema's defaults (no
+        // RETURNING: it would copy the row through a temporary table).
+        JobRecord& j = out.job.emplace();
+        j.id = TimeOrderedId("job_", now, 6);
+        j.queue = job.queue;
+        j.tenant = job.tenant;
+        j.payload = job.payload;
+        j.cost = job.cost;
+        j.max_attempts = job.max_attempts.value_or(q->policy.max_attempts);
+        j.lease_ms = job.lease_ms.value_or(q->policy.lease_ms);
+        j.policy_version = q->version;
+        j.created_at = now;
+        j.not_before = job.not_before;
+        j.available_at = std::max(now, job.not_before.value_or(now));
+        j.deadline = req.deadline;
+        j.estimated_start = out.decision.estimated_start;
+        j.traceparent = job.traceparent;
+        db.Prepare(kInsertJob)
+            .BindAll(j.id, j.queue, j.tenant, j.payload, j.cost, j.max_attempts, j.lease_ms,
+                     j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline,
+                     j.estimated_start, j.traceparent)
+            .Exec();
         db.Prepare(kBucketAdmitted).BindAll(job.queue, job.tenant, job.cost).Exec();
         if (job.idempotency_key) {
           db.Prepare(kInsertIdempotency)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "store/sqlite.h"
@@ -765,6 +766,68 @@ TEST_CASE("LeaseMany serves several requests in order in one transaction", "[sto
   CHECK(got == all);
   // No job handed out twice.
   CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+}
+
+// Every field of a job, for comparing two records of it.
+auto JobFields(const JobRecord& j) {
+  return std::make_tuple(j.id, j.queue, j.tenant, j.state, j.payload, j.cost, j.attempt,
+                         j.max_attempts, j.lease_ms, j.policy_version, j.created_at, j.not_before,
+                         j.available_at, j.deadline, j.estimated_start, j.lease_id,
+                         j.lease_expires_at, j.result, j.errors, j.finished_at, j.leased_at,
+                         j.traceparent);
+}
+
+TEST_CASE("The job a submit returns is the job stored, field for field", "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(2000, 1000);
+  p.max_attempts = 4;
+  p.lease_ms = 20'000;
+  f.PutQueue("export", p);
+  p.default_deadline_ms = 60'000;
+  f.PutQueue("timed", p);
+
+  std::vector<NewJob> jobs;
+  NewJob plain;
+  plain.queue = "export";
+  plain.tenant = "acme";
+  jobs.push_back(plain);
+  NewJob full = plain;
+  full.payload = R"({"report":"q3","rows":[1,2,3]})";
+  full.cost = 3;
+  full.deadline = f.now() + 90 * kSecond;
+  full.not_before = f.now() + 2 * kSecond;
+  full.lease_ms = 5000;
+  full.max_attempts = 9;
+  full.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  jobs.push_back(full);
+  NewJob keyed = plain;
+  keyed.idempotency_key = "k-1";
+  keyed.body_hash = "h";
+  jobs.push_back(keyed);
+  NewJob timed = plain;
+  timed.queue = "timed";
+  jobs.push_back(timed);
+
+  std::vector<JobRecord> stored;
+  for (const NewJob& j : jobs) {
+    f.clock().Advance(1234);
+    JobRecord returned = f.Admit(j);
+    auto found = f.store().GetJob(returned.id);
+    REQUIRE(found.ok());
+    CHECK(JobFields(returned) == JobFields(found.value()));
+    stored.push_back(found.value());
+  }
+  // And the stored values are the submit's, or the queue's defaults.
+  const JobRecord& a = stored[0];
+  CHECK((a.max_attempts == 4 && a.lease_ms == 20'000 && a.payload == "null"));
+  CHECK((a.available_at == a.created_at && !a.deadline && !a.not_before && !a.traceparent));
+  CHECK((a.state == JobState::kQueued && a.attempt == 0 && a.errors == "[]"));
+  const JobRecord& b = stored[1];
+  CHECK((b.payload == full.payload && b.cost == 3 && b.deadline == full.deadline));
+  CHECK((b.not_before == full.not_before && b.available_at == *full.not_before));
+  CHECK((b.lease_ms == 5000 && b.max_attempts == 9 && b.traceparent == full.traceparent));
+  const JobRecord& d = stored[3];
+  CHECK(d.deadline == d.created_at + 60 * kSecond);
 }
 
 TEST_CASE("Opening a database made before jobs_delayed drops the index it replaced", "[store]") {
