@@ -37,13 +37,17 @@ CREATE TABLE IF NOT EXISTS buckets (
 -- seq is the rowid without AUTOINCREMENT: a new job's seq is above every job in the
 -- table, which is all FIFO order and list cursors need, and a submit does not rewrite
 -- a sqlite_sequence page. (Databases made before keep AUTOINCREMENT; both work.)
+-- The CHECKs on state are chains of OR, not IN lists: SQLite tests an IN list of more
+-- than two constants by building a temporary b-tree for every row it writes (2.4 µs of
+-- a 10 µs insert here); a chain of comparisons builds nothing.
 CREATE TABLE IF NOT EXISTS jobs (
   seq               INTEGER PRIMARY KEY,
   id                TEXT NOT NULL UNIQUE,
   queue             TEXT NOT NULL,
   tenant            TEXT NOT NULL,
   state             TEXT NOT NULL
-                    CHECK (state IN ('queued', 'leased', 'succeeded', 'failed', 'expired', 'canceled')),
+                    CHECK (state = 'queued' OR state = 'leased' OR state = 'succeeded' OR
+                           state = 'failed' OR state = 'expired' OR state = 'canceled'),
   payload           TEXT NOT NULL,             -- JSON
   cost              INTEGER NOT NULL CHECK (cost >= 1),
   attempt           INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
@@ -65,7 +69,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   traceparent       TEXT,                      -- W3C trace context from submit
   -- A job holds a lease exactly while it is leased.
   CHECK ((state = 'leased') = (lease_id IS NOT NULL AND lease_expires_at IS NOT NULL)),
-  CHECK ((state IN ('succeeded', 'failed', 'expired', 'canceled')) = (finished_at IS NOT NULL))
+  CHECK ((state = 'succeeded' OR state = 'failed' OR state = 'expired' OR state = 'canceled')
+         = (finished_at IS NOT NULL))
 ) STRICT;
 
 -- The head of each bucket: first queued job by admission order.
