@@ -11,6 +11,10 @@
 #
 # Each round, in alternating order (odd rounds: hello first; even: sluice first):
 #   (a) wrk -t2 -c16 GET /hello against bench/peers/httplib_hello.cpp with nodelay;
+#   (f) the same POSTs as (b) against bench/peers/durable_floor.cpp: a bare server that
+#       appends each body to a file and answers 202 after a group-committed fdatasync,
+#       with no database, JSON or framework. No durable intake can beat it on this
+#       machine, so it shows how much of the gap to the hello-world is the disk's;
 #   (b) wrk -t2 -c16 POST /v1/queues/intake/jobs (bench/intake.lua) against a fresh
 #       sluiced --synchronous FULL on its own database; only 202s count;
 #   (c) the same with --synchronous NORMAL, for context (not durable on power loss).
@@ -71,14 +75,15 @@ if [ -n "${BENCH_REV:-}" ]; then
   cp -r "$ROOT/bench/." "$SRC/bench/"
   REV_NOTE="commit ${commit:0:12} (BENCH_REV=$BENCH_REV)"
 fi
-echo "==> building sluiced and httplib-hello in ${SRC#"$ROOT/"}/$BUILD_DIR ($REV_NOTE)"
-if ! "$SRC/scripts/setup.sh" "$BUILD_DIR" sluiced httplib-hello >"$PREFIX-build.txt" 2>&1; then
+echo "==> building sluiced, httplib-hello and durable-floor in ${SRC#"$ROOT/"}/$BUILD_DIR ($REV_NOTE)"
+if ! "$SRC/scripts/setup.sh" "$BUILD_DIR" sluiced httplib-hello durable-floor >"$PREFIX-build.txt" 2>&1; then
   tail -n 30 "$PREFIX-build.txt" >&2
   echo "build failed (full log: $PREFIX-build.txt)" >&2
   exit 1
 fi
 SLUICED="$SRC/$BUILD_DIR/server/sluiced"
 HELLO="$SRC/$BUILD_DIR/bench/httplib-hello"
+FLOOR="$SRC/$BUILD_DIR/bench/durable-floor"
 LUA="$ROOT/bench/intake.lua"
 DUR_S="${DURATION%s}"
 WRK_LIMIT=$((DUR_S + 30))  # hard bound on one wrk run
@@ -197,6 +202,39 @@ run_hello() {  # run_hello <raw-output-file>
   [ -n "$HELLO_RPS" ] || { echo "no Requests/sec in $file" >&2; return 1; }
 }
 
+# ---- (f) the durable floor -------------------------------------------------------------
+FLOOR_RPS="" FLOOR_CPU_US=""
+run_floor() {  # run_floor <raw-output-file>
+  local file="$1" port pid="" attempt ok=0 dir
+  dir="$(mktemp -d "$ROOT/$OUT/intake-data.XXXXXX")"
+  DATA_DIRS+=("$dir")
+  for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    port=$((20000 + RANDOM % 40000))
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && continue
+    "$FLOOR" "$port" "$dir/appends" >/dev/null 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 50); do
+      if curl -fsS --max-time 1 -d '{}' "http://127.0.0.1:$port/jobs" >/dev/null 2>&1; then ok=1; break; fi
+      kill -0 "$pid" 2>/dev/null || break  # the port was taken: try another
+      sleep 0.1
+    done
+    [ "$ok" = 1 ] && break
+    stop_pid "$pid" 2
+    forget_pid "$pid"
+  done
+  [ "$ok" = 1 ] || { echo "durable-floor did not start" >&2; return 1; }
+  echo "== durable-floor on 127.0.0.1:$port: wrk -t$WRK_THREADS -c$CONNS -d$DURATION POST (bench/intake.lua)" >"$file.head"
+  SLUICE_BENCH_TOKEN=floor run_wrk "$file.body" "$pid" -s "$LUA" "http://127.0.0.1:$port/v1/queues/intake/jobs"
+  cat "$file.head" "$file.body" >"$file" && rm -f "$file.head" "$file.body"
+  stop_pid "$pid" 5
+  forget_pid "$pid"
+  [ "$KEEP_DATA" != 1 ] && rm -rf "$dir"
+  FLOOR_RPS="$(awk '/^intake-202-per-s:/ {print $2}' "$file")"
+  FLOOR_CPU_US="$(awk '/^intake-202:/ {n = $2} /^server-cpu-seconds:/ {c = $2} END {if (n > 0 && c != "n/a") printf "%.0f", c * 1e6 / n}' "$file")"
+  [ -n "$FLOOR_RPS" ] || { echo "no intake counts in $file" >&2; return 1; }
+}
+
 # ---- (b)/(c) sluice -------------------------------------------------------------------
 S_STORE="" S_CSW="" S_DIED="" S_LOG="" S_CPU_US="" S_SYNCS="" S_RPS="" S_OK="" S_BAD="" S_CODES="" S_DB="" S_DB_AFTER="" S_SOCK=""
 run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
@@ -279,9 +317,9 @@ run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
 }
 
 # ---- the disk's flush latency ---------------------------------------------------------
-# Durable intake waits for a flush, so the disk bounds it: with CONNS connections and
-# flushes of L ms, no server exceeds CONNS / L acknowledged jobs per second. The probe
-# times 500 synchronous 4 KiB overwrites (O_DSYNC, like pwrite + fdatasync) in var/bench/.
+# Durable intake waits for a flush. The probe times 500 synchronous 4 KiB overwrites
+# (O_DSYNC, like pwrite + fdatasync) in var/bench/ on an otherwise idle disk and CPU;
+# under load a flush takes longer (the flush metric of the FULL run shows by how much).
 SYNC_MS=""
 probe_disk() {
   local f="$ROOT/$OUT/intake-fsync-probe" t0 t1
@@ -295,7 +333,7 @@ probe_disk() {
 
 # ---- rounds --------------------------------------------------------------------------
 RESULTS="$PREFIX-rounds.tsv"
-printf 'round\thello_rps\tfull_202_per_s\tratio\tfull_202\tfull_non202\tfull_db\tnormal_202_per_s\tnormal_ratio\thello_cpu_us_per_req\tfull_cpu_us_per_job\tfull_jobs_per_sync\tdisk_sync_ms\n' >"$RESULTS"
+printf 'round\thello_rps\tfull_202_per_s\tratio\tfull_202\tfull_non202\tfull_db\tnormal_202_per_s\tnormal_ratio\thello_cpu_us_per_req\tfull_cpu_us_per_job\tfull_jobs_per_sync\tdisk_sync_ms\tfloor_202_per_s\tfloor_ratio\tfull_floor_ratio\n' >"$RESULTS"
 MISMATCH=0
 NON202=0
 SERVER_DIED=0
@@ -339,10 +377,10 @@ check_run() {  # check_run <label>
 echo "==> $ROUNDS round(s); wrk -t$WRK_THREADS -c$CONNS -d$DURATION each; raw outputs: $PREFIX-*.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
   echo "-- round $r/$ROUNDS (load average $(cut -d" " -f1-3 /proc/loadavg))"
-  order=(hello full); [ $((r % 2)) = 0 ] && order=(full hello)
+  order=(hello floor full); [ $((r % 2)) = 0 ] && order=(full floor hello)
   [ "$NORMAL" = 1 ] && order+=(normal)
   hello="" full="" full_ok="" full_bad="" full_db="" normal="-" normal_ratio="-"
-  hello_cpu="-" full_cpu="-" full_batch="-" sync_ms="-"
+  hello_cpu="-" full_cpu="-" full_batch="-" sync_ms="-" floor="-"
   for step in "${order[@]}"; do
     case "$step" in
       hello)
@@ -351,9 +389,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
         hello_cpu="${HELLO_CPU_US:--}"
         printf '   %-16s %9s req/s   (server CPU %s us, %s context switches per request)\n' "httplib hello" "$hello" "$HELLO_CPU_US" "$HELLO_CSW"
         ;;
+      floor)
+        run_floor "$PREFIX-r$r-floor.txt"
+        floor="$FLOOR_RPS"
+        printf '   %-16s %9s 202/s   (server CPU %s us per request)\n' "durable floor" "$floor" "$FLOOR_CPU_US"
+        ;;
       full)
         probe_disk
-        printf '   %-16s 4 KiB O_DSYNC write avg %s ms -> %s connections allow at most %s durable 202/s\n' "disk flush" "$SYNC_MS" "$CONNS" "$(awk -v l="$SYNC_MS" -v c="$CONNS" 'BEGIN {printf "%.0f", (l > 0 ? c * 1000 / l : 0)}')"
+        printf '   %-16s 4 KiB O_DSYNC write avg %s ms, idle\n' "disk flush" "$SYNC_MS"
         sync_ms="$SYNC_MS"
         run_sluice FULL "$PREFIX-r$r-sluice-full.txt"
         full="$S_RPS" full_ok="$S_OK" full_bad="$S_BAD" full_db="$S_DB"
@@ -371,9 +414,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
   done
   ratio="$(awk -v s="$full" -v h="$hello" 'BEGIN {printf "%.3f", s / h}')"
   [ "$normal" != "-" ] && normal_ratio="$(awk -v s="$normal" -v h="$hello" 'BEGIN {printf "%.3f", s / h}')"
-  echo "   ratio sluice FULL / hello = $ratio"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$hello" "$full" "$ratio" "$full_ok" \
-    "$full_bad" "$full_db" "$normal" "$normal_ratio" "$hello_cpu" "$full_cpu" "$full_batch" "$sync_ms" >>"$RESULTS"
+  floor_ratio="$(awk -v f="$floor" -v h="$hello" 'BEGIN {printf "%.3f", f / h}')"
+  full_floor="$(awk -v s="$full" -v f="$floor" 'BEGIN {printf "%.3f", s / f}')"
+  echo "   ratio sluice FULL / hello = $ratio; durable floor / hello = $floor_ratio; sluice FULL / floor = $full_floor"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$hello" "$full" "$ratio" "$full_ok" \
+    "$full_bad" "$full_db" "$normal" "$normal_ratio" "$hello_cpu" "$full_cpu" "$full_batch" "$sync_ms" \
+    "$floor" "$floor_ratio" "$full_floor" >>"$RESULTS"
 done
 
 # ---- summary -------------------------------------------------------------------------
@@ -387,17 +433,18 @@ median() {  # median of column $1 of $RESULTS (skips "-")
   echo
   echo "intake benchmark $STAMP: wrk -t$WRK_THREADS -c$CONNS -d$DURATION, keep-alive, 127.0.0.1, $(nproc) cores"
   echo "load average at the end: $(cut -d" " -f1-3 /proc/loadavg) (other work on this machine skews single runs: compare ratios)"
-  echo "| round | httplib hello req/s | sluice FULL 202/s | ratio | sluice NORMAL 202/s | NORMAL ratio | server CPU us/req hello / FULL | FULL jobs per sync | disk flush ms |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-  tail -n +2 "$RESULTS" | awk -F'\t' '{printf "| %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, ($8 == "-" ? "-" : sprintf("%.0f", $8)), $9, $10 " / " $11, $12, $13}'
+  echo "| round | httplib hello req/s | sluice FULL 202/s | ratio | durable floor 202/s | floor ratio | FULL / floor | sluice NORMAL 202/s | NORMAL ratio | server CPU us/req hello / FULL | FULL jobs per sync | disk flush ms |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  tail -n +2 "$RESULTS" | awk -F'\t' '{printf "| %s | %.0f | %.0f | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $14, $15, $16, ($8 == "-" ? "-" : sprintf("%.0f", $8)), $9, $10 " / " $11, $12, $13}'
   med_ratio="$(median 4)"
-  echo "| median | $(fmt0 "$(median 2)") | $(fmt0 "$(median 3)") | $med_ratio | $(fmt0 "$(median 8)") | $(median 9) | $(fmt0 "$(median 10)") / $(fmt0 "$(median 11)") | $(median 12 | awk '{print ($1 == "-" ? "-" : sprintf("%.1f", $1))}') | $(median 13) |"
+  echo "| median | $(fmt0 "$(median 2)") | $(fmt0 "$(median 3)") | $med_ratio | $(fmt0 "$(median 14)") | $(median 15) | $(median 16) | $(fmt0 "$(median 8)") | $(median 9) | $(fmt0 "$(median 10)") / $(fmt0 "$(median 11)") | $(median 12 | awk '{print ($1 == "-" ? "-" : sprintf("%.1f", $1))}') | $(median 13) |"
   if awk -v m="$med_ratio" -v t="$TARGET_RATIO" 'BEGIN {exit !(m >= t)}'; then
     verdict="PASS"
   else
     verdict="FAIL"
   fi
   echo "target: median ratio sluice FULL / hello >= $TARGET_RATIO: $verdict (median $med_ratio)"
+  echo "for scale: the durable floor (no database, no JSON) reached $(median 15) x hello; sluice FULL $(median 16) x the floor"
   [ "$NON202" = 1 ] && echo "WARNING: some sluice responses were not 202 (see above and the raw outputs)"
   [ "$SERVER_DIED" = 1 ] && echo "WARNING: sluiced died during a run (see above): its figures are void"
   if [ "$MISMATCH" = 1 ]; then
