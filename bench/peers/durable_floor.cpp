@@ -36,40 +36,48 @@ class Log {
     }
   }
   // Appends and returns once a flush that began after the append has ended. Appends
-  // are written under the lock (a page-cache copy), so every append numbered up to
-  // appended_ is in the file when a flush begins.
+  // are written under the lock (a page-cache copy), so a flush covers every append
+  // made before it began. Flushes are numbered; an append made during flush n waits
+  // for flush n + 1, which the first of its waiters starts as soon as flush n ends.
+  // Waiters sleep on the condition variable of the flush they need, so a flush wakes
+  // only the appends it covered and one to start the next.
   bool AppendDurably(const std::string& data) {
     std::unique_lock lock(mu_);
     if (::pwrite(fd_, data.data(), data.size(), end_) != static_cast<ssize_t>(data.size())) {
       return false;
     }
     end_ += static_cast<int64_t>(data.size());
-    const uint64_t mine = ++appended_;
-    for (;;) {
-      if (flushed_ >= mine) return true;
-      if (!flushing_) {
+    const uint64_t needed = started_ + 1;  // the first flush to begin after this append
+    while (done_ < needed) {
+      if (!flushing_ && started_ + 1 == needed) {
         flushing_ = true;
-        const uint64_t covers = appended_;
+        started_ = needed;
         lock.unlock();
         const bool ok = ::fdatasync(fd_) == 0;
         lock.lock();
         flushing_ = false;
-        if (!ok) return false;
-        flushed_ = covers;
-        cv_.notify_all();
-        continue;
+        if (!ok) {
+          --started_;  // the next waiter tries again
+          waiting_[needed % 2].notify_one();
+          return false;
+        }
+        done_ = needed;
+        waiting_[needed % 2].notify_all();        // the appends it covered
+        waiting_[(needed + 1) % 2].notify_one();  // one of the next flush's, to start it
+        return true;
       }
-      cv_.wait(lock);
+      waiting_[needed % 2].wait(lock);
     }
+    return true;
   }
 
  private:
   int fd_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable waiting_[2];  // by the parity of the flush waited for
   int64_t end_ = 0;
-  uint64_t appended_ = 0;
-  uint64_t flushed_ = 0;
+  uint64_t started_ = 0;  // flushes begun
+  uint64_t done_ = 0;     // flushes ended
   bool flushing_ = false;
 };
 
