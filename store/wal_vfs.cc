@@ -245,8 +245,7 @@ const char* RegisterCoalescingWalVfs(const char* name, const char* base) {
   shim->base = wrapped;
   sqlite3_vfs& v = shim->vfs;
   v.iVersion = 2;
-  v.szOsFile = static_cast<int>(
-      std::max<size_t>(static_cast<size_t>(wrapped->szOsFile), kRealOffset + wrapped->szOsFile));
+  v.szOsFile = static_cast<int>(kRealOffset) + wrapped->szOsFile;  // ours, then theirs
   v.mxPathname = wrapped->mxPathname;
   v.zName = shim->name.c_str();
   v.pAppData = shim.get();
