@@ -67,7 +67,11 @@ int Write(sqlite3_file* f, const void* data, int amt, sqlite3_int64 offset) {
   }
   if (w->pending->empty()) w->pending_at = offset;
   const char* p = static_cast<const char*>(data);
-  w->pending->insert(w->pending->end(), p, p + amt);
+  try {
+    w->pending->insert(w->pending->end(), p, p + amt);
+  } catch (const std::bad_alloc&) {  // no exception may cross back into SQLite
+    return SQLITE_NOMEM;
+  }
   // The write after a commit frame's header is that frame's page: the commit is
   // complete, and it must reach the wrapped file before SQLite publishes it.
   const bool completes_commit = w->commit_header_last;
