@@ -12,9 +12,9 @@
 # Each round, in alternating order (odd rounds: hello first; even: sluice first):
 #   (a) wrk -t2 -c16 GET /hello against bench/peers/httplib_hello.cpp with nodelay;
 #   (f) the same POSTs as (b) against bench/peers/durable_floor.cpp: a bare server that
-#       appends each body to a file and answers 202 after a group-committed fdatasync,
-#       with no database, JSON or framework. No durable intake can beat it on this
-#       machine, so it shows how much of the gap to the hello-world is the disk's;
+#       appends each body to a reused log file and answers 202 after a group-committed
+#       fdatasync, with no database, JSON or framework: about the least a durable
+#       intake can do, so it shows how much of the gap to the hello-world is the disk's;
 #   (b) wrk -t2 -c16 POST /v1/queues/intake/jobs (bench/intake.lua) against a fresh
 #       sluiced --synchronous FULL on its own database; only 202s count;
 #   (c) the same with --synchronous NORMAL, for context (not durable on power loss).
