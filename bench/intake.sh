@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Durable single-job intake beside a cpp-httplib hello-world, in one run on this
+# Durable single-job intake beside a cpp-httplib hello-world (and a durable floor), in one run on this
 # machine (issue 4). Target: sluice's durable 202/s with 16 keep-alive connections
 # >= 0.6 x the hello-world's req/s, measured in the same run.
 #
-# Usage: bench/intake.sh [rounds]            (default 3; about 40 s per round)
+# Usage: bench/intake.sh [rounds]            (default 3; about a minute per round)
 #   env: BUILD_DIR (build), BENCH_REV (unset: the working tree; else a commit to build),
 #        DURATION (10s), CONNS (16), WRK_THREADS (2), PERF (auto: count syncs with perf),
 #        NORMAL=0 to skip the --synchronous NORMAL context run, KEEP_DATA=1 to keep
