@@ -171,18 +171,22 @@ run_wrk() {  # run_wrk <raw-output-file> <server-pid> wrk-args...
   [ "$rc" = 0 ] || { echo "wrk failed (see $file):" >&2; tail -n 5 "$file" >&2; return 1; }
 }
 
-# ---- (a) the hello-world ------------------------------------------------------------
-HELLO_RPS="" HELLO_CPU_US="" HELLO_CSW=""
-run_hello() {  # run_hello <raw-output-file>
-  local file="$1" port pid="" attempt ok=0
+# Starts a peer server `<binary> <port> [args...]` on a free port and waits until a
+# request to <path> (a POST of <data> if given) answers; sets PEER_PORT and PEER_PID.
+PEER_PORT="" PEER_PID=""
+start_peer() {  # start_peer <label> <path> <data> <binary> [args...]
+  local label="$1" path="$2" data="$3" bin="$4" port pid attempt ok=0
+  shift 4
+  local probe=(curl -fsS --max-time 1)
+  [ -n "$data" ] && probe+=(-d "$data")
   for attempt in 1 2 3 4 5 6 7 8 9 10; do
     port=$((20000 + RANDOM % 40000))
     ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && continue
-    "$HELLO" "$port" nodelay >/dev/null 2>&1 &
+    "$bin" "$port" "$@" >/dev/null 2>&1 &
     pid=$!
     PIDS+=("$pid")
     for _ in $(seq 50); do
-      if curl -fsS --max-time 1 "http://127.0.0.1:$port/hello" >/dev/null 2>&1; then ok=1; break; fi
+      if "${probe[@]}" "http://127.0.0.1:$port$path" >/dev/null 2>&1; then ok=1; break; fi
       kill -0 "$pid" 2>/dev/null || break  # the port was taken: try another
       sleep 0.1
     done
@@ -190,7 +194,16 @@ run_hello() {  # run_hello <raw-output-file>
     stop_pid "$pid" 2
     forget_pid "$pid"
   done
-  [ "$ok" = 1 ] || { echo "httplib-hello did not start" >&2; return 1; }
+  [ "$ok" = 1 ] || { echo "$label did not start" >&2; return 1; }
+  PEER_PORT="$port" PEER_PID="$pid"
+}
+
+# ---- (a) the hello-world ------------------------------------------------------------
+HELLO_RPS="" HELLO_CPU_US="" HELLO_CSW=""
+run_hello() {  # run_hello <raw-output-file>
+  local file="$1" port pid
+  start_peer "httplib-hello" /hello "" "$HELLO" nodelay || return 1
+  port="$PEER_PORT" pid="$PEER_PID"
   echo "== httplib-hello nodelay on 127.0.0.1:$port: wrk -t$WRK_THREADS -c$CONNS -d$DURATION GET /hello" >"$file.head"
   run_wrk "$file.body" "$pid" "http://127.0.0.1:$port/hello"
   cat "$file.head" "$file.body" >"$file" && rm -f "$file.head" "$file.body"
@@ -205,25 +218,11 @@ run_hello() {  # run_hello <raw-output-file>
 # ---- (f) the durable floor -------------------------------------------------------------
 FLOOR_RPS="" FLOOR_CPU_US=""
 run_floor() {  # run_floor <raw-output-file>
-  local file="$1" port pid="" attempt ok=0 dir
+  local file="$1" port pid dir
   dir="$(mktemp -d "$ROOT/$OUT/intake-data.XXXXXX")"
   DATA_DIRS+=("$dir")
-  for attempt in 1 2 3 4 5 6 7 8 9 10; do
-    port=$((20000 + RANDOM % 40000))
-    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && continue
-    "$FLOOR" "$port" "$dir/appends" >/dev/null 2>&1 &
-    pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 50); do
-      if curl -fsS --max-time 1 -d '{}' "http://127.0.0.1:$port/jobs" >/dev/null 2>&1; then ok=1; break; fi
-      kill -0 "$pid" 2>/dev/null || break  # the port was taken: try another
-      sleep 0.1
-    done
-    [ "$ok" = 1 ] && break
-    stop_pid "$pid" 2
-    forget_pid "$pid"
-  done
-  [ "$ok" = 1 ] || { echo "durable-floor did not start" >&2; return 1; }
+  start_peer "durable-floor" /jobs '{}' "$FLOOR" "$dir/appends" || return 1
+  port="$PEER_PORT" pid="$PEER_PID"
   echo "== durable-floor on 127.0.0.1:$port: wrk -t$WRK_THREADS -c$CONNS -d$DURATION POST (bench/intake.lua)" >"$file.head"
   SLUICE_BENCH_TOKEN=floor run_wrk "$file.body" "$pid" -s "$LUA" "http://127.0.0.1:$port/v1/queues/intake/jobs"
   cat "$file.head" "$file.body" >"$file" && rm -f "$file.head" "$file.body"
