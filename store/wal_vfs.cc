@@ -89,37 +89,30 @@ int Close(sqlite3_file* f) {
   return rc != SQLITE_OK ? rc : closed;
 }
 
-int Read(sqlite3_file* f, void* out, int amt, sqlite3_int64 offset) {
+// Every call but a write passes the buffered bytes on first, so it sees all of them.
+template <typename Method, typename... Args>
+int FlushThen(sqlite3_file* f, Method sqlite3_io_methods::*method, Args... args) {
   if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xRead(Real(f), out, amt, offset);
+  return (Real(f)->pMethods->*method)(Real(f), args...);
+}
+
+int Read(sqlite3_file* f, void* out, int amt, sqlite3_int64 offset) {
+  return FlushThen(f, &sqlite3_io_methods::xRead, out, amt, offset);
 }
 int Truncate(sqlite3_file* f, sqlite3_int64 size) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xTruncate(Real(f), size);
+  return FlushThen(f, &sqlite3_io_methods::xTruncate, size);
 }
-int Sync(sqlite3_file* f, int flags) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xSync(Real(f), flags);
-}
+int Sync(sqlite3_file* f, int flags) { return FlushThen(f, &sqlite3_io_methods::xSync, flags); }
 int FileSize(sqlite3_file* f, sqlite3_int64* size) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xFileSize(Real(f), size);
+  return FlushThen(f, &sqlite3_io_methods::xFileSize, size);
 }
-int Lock(sqlite3_file* f, int level) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xLock(Real(f), level);
-}
-int Unlock(sqlite3_file* f, int level) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xUnlock(Real(f), level);
-}
+int Lock(sqlite3_file* f, int level) { return FlushThen(f, &sqlite3_io_methods::xLock, level); }
+int Unlock(sqlite3_file* f, int level) { return FlushThen(f, &sqlite3_io_methods::xUnlock, level); }
 int CheckReservedLock(sqlite3_file* f, int* out) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xCheckReservedLock(Real(f), out);
+  return FlushThen(f, &sqlite3_io_methods::xCheckReservedLock, out);
 }
 int FileControl(sqlite3_file* f, int op, void* arg) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xFileControl(Real(f), op, arg);
+  return FlushThen(f, &sqlite3_io_methods::xFileControl, op, arg);
 }
 int SectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
 int DeviceCharacteristics(sqlite3_file* f) {
@@ -128,17 +121,14 @@ int DeviceCharacteristics(sqlite3_file* f) {
 // SQLite keeps the wal-index with the database file, not the WAL, and does not map
 // the WAL into memory; these pass through for completeness.
 int ShmMap(sqlite3_file* f, int region, int size, int extend, void volatile** out) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xShmMap(Real(f), region, size, extend, out);
+  return FlushThen(f, &sqlite3_io_methods::xShmMap, region, size, extend, out);
 }
 int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
+  return FlushThen(f, &sqlite3_io_methods::xShmLock, offset, n, flags);
 }
 void ShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
 int ShmUnmap(sqlite3_file* f, int delete_flag) {
-  if (int rc = FlushFile(f); rc != SQLITE_OK) return rc;
-  return Real(f)->pMethods->xShmUnmap(Real(f), delete_flag);
+  return FlushThen(f, &sqlite3_io_methods::xShmUnmap, delete_flag);
 }
 int Fetch(sqlite3_file* f, sqlite3_int64, int, void** out) {
   *out = nullptr;  // "no mapping": SQLite then reads with xRead
