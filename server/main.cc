@@ -109,9 +109,7 @@ int main(int argc, char** argv) {
   store_options.on_commit = [&metrics](double seconds, size_t ops, bool flushed) {
     metrics.ObserveCommit(seconds, ops, flushed);
   };
-  store_options.on_flush = [&metrics](double seconds, size_t commits) {
-    metrics.ObserveFlush(seconds, commits);
-  };
+  store_options.on_flush = [&metrics](double seconds) { metrics.ObserveFlush(seconds); };
   store_options.completions = [&http_io](std::function<void()> fn) {
     boost::asio::post(http_io, std::move(fn));
   };

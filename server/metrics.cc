@@ -89,8 +89,7 @@ Metrics::Metrics(size_t max_tenants)
       release_lag_(kLagBounds),
       commit_seconds_(kLatencyBounds),
       commit_batch_(kBatchBounds),
-      flush_seconds_(kLatencyBounds),
-      flush_commits_(kBatchBounds) {}
+      flush_seconds_(kLatencyBounds) {}
 
 std::string Metrics::TenantLabel(const std::string& tenant) {
   if (tenant.empty() || tenants_.count(tenant)) return tenant;
@@ -131,10 +130,9 @@ void Metrics::ObserveReleaseLag(double seconds) {
   release_lag_.Observe(std::max(0.0, seconds));
 }
 
-void Metrics::ObserveFlush(double seconds, size_t commits) {
+void Metrics::ObserveFlush(double seconds) {
   std::lock_guard lock(mu_);
   flush_seconds_.Observe(seconds);
-  flush_commits_.Observe(static_cast<double>(commits));
 }
 
 void Metrics::ObserveCommit(double seconds, size_t batch, bool flushed) {
@@ -243,10 +241,8 @@ std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waitin
   commit_batch_.Render(out, "sluice_storage_commit_batch_size", "");
   Header(out, "sluice_storage_flush_seconds", "histogram",
          "Duration of one flush of the write-ahead log to disk (fdatasync), made while the "
-         "writer goes on with the next commits.");
+         "next operations run into the next transaction.");
   flush_seconds_.Render(out, "sluice_storage_flush_seconds", "");
-  Header(out, "sluice_storage_flush_commits", "histogram", "Group commits made durable per flush.");
-  flush_commits_.Render(out, "sluice_storage_flush_commits", "");
   Header(out, "sluice_storage_flushed_commits_total", "counter",
          "Group commits that waited for the disk.");
   Sample(out, "sluice_storage_flushed_commits_total", "", static_cast<double>(commits_flushed_));

@@ -49,7 +49,7 @@ class Metrics {
   // Actual hand-out time minus the scheduled release time.
   void ObserveReleaseLag(double seconds);
   void ObserveCommit(double seconds, size_t batch, bool flushed);
-  void ObserveFlush(double seconds, size_t commits);
+  void ObserveFlush(double seconds);
 
   struct QueueState {
     QueueInfo queue;
@@ -69,7 +69,6 @@ class Metrics {
   Histogram commit_seconds_;                                           // (mu_)
   Histogram commit_batch_;                                             // (mu_)
   Histogram flush_seconds_;                                            // (mu_)
-  Histogram flush_commits_;                                            // (mu_)
   uint64_t commits_flushed_ = 0;                                       // (mu_)
 };
 

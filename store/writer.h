@@ -1,31 +1,39 @@
-// The one writer: every change to the database runs on this thread. Concurrent
-// requests are batched into one transaction (group commit), so one fsync serves a
-// whole batch; a caller's Run() returns only after the commit that holds its change.
+// The one writer: every change to the database goes through it, one transaction at a
+// time. Concurrent requests share transactions (group commit), so one fsync serves many
+// requests; a caller hears back only after the commit that holds its change.
+//
+// How: a caller's operation runs at once, on the caller's thread, inside the open
+// transaction (under a mutex: one operation at a time). A committer thread commits that
+// transaction whenever it is free, flushes it, and answers its callers; meanwhile the
+// next callers' operations already run inside the next transaction. So a request meets
+// no hand-off on its way in, and waits only for the commit and flush that follow it.
 //
 // Invariants:
 //   1. Each operation runs inside its own SAVEPOINT: an operation that fails leaves
-//      nothing behind, and does not undo the others in its batch.
-//   2. If the COMMIT (or the transaction) fails, every operation of the batch gets
+//      nothing behind, and does not undo the others in its transaction.
+//   2. If the COMMIT (or the transaction) fails, every operation of the transaction gets
 //      storage_unavailable: nothing is reported durable that is not on disk.
 //   3. A caller hears back only once every commit before its own is as durable as its
-//      own: a kDurable operation once a flush that began after its commit has ended; a
-//      kCommitted one once no earlier commit still waits for a flush. So no answer
-//      reveals a change (a job to lease, say) that a power loss could still take back.
+//      own: the committer commits, flushes and answers one transaction after the other,
+//      so a kDurable operation is answered once a flush that began after its commit has
+//      ended, and a kCommitted one once its commit has ended (every earlier commit was
+//      flushed before). So no answer reveals a change (a job to lease, say) that a power
+//      loss could still take back.
 //
-// Pipelined flushing: with synchronous FULL (or EXTRA) on a WAL database, the writer
-// commits with synchronous=NORMAL (no flush inside COMMIT) and a second thread, the
-// syncer, flushes the WAL file (fdatasync) while the writer runs the next batch; each
-// flush serves every commit made before it began. SQLite's own WAL recovery keeps a
-// commit only if all its frames are intact, so a commit whose frames the flush did not
-// cover is dropped whole on a power loss, and none of its callers was answered. If a
+// Flushing: with synchronous FULL (or EXTRA) on a WAL database, the connection commits
+// with synchronous=NORMAL (no flush inside COMMIT) and the committer flushes the WAL
+// file itself (fdatasync) after the COMMIT, outside the mutex, so that operations go on
+// running into the next transaction while the disk works. SQLite's own WAL recovery
+// keeps a commit only if all its frames are intact, so a commit whose frames no flush
+// covered is dropped whole on a power loss, and none of its callers was answered. If a
 // flush fails, the kernel may have dropped pages of the WAL, so no later flush can be
 // trusted either: the writer fails every later durable operation with
 // storage_unavailable until the process restarts (and recovers from the file).
-// Thread-safe: Run() may be called from any thread.
+// Thread-safe: Run() and RunAsync() may be called from any thread, but not from inside
+// an operation (it would wait for itself).
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
@@ -33,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -52,28 +61,31 @@ class Writer {
   // skips the flush; one kDurable operation in a batch flushes the batch.
   enum class Sync { kDurable, kCommitted };
 
-  // Takes ownership of the write connection. `max_batch` bounds one transaction.
-  // `completions`: where the `done` callbacks of RunAsync run — once per batch, with one
-  // function that runs them all, so that a batch wakes its callers' thread once; by
-  // default on the writer thread itself.
-  // `on_commit`, if set, hears of every commit on the writer thread: its duration in
-  // seconds (from BEGIN to the end of COMMIT, flush included), its operations, and
-  // whether it was flushed.
-  // `on_flush`, if set, hears of every flush the syncer makes (pipelined flushing), on
-  // the syncer thread: its duration in seconds and the commits it made durable.
+  // Takes ownership of the write connection. `max_batch` bounds one transaction: a
+  // caller whose operation finds it full waits for its commit.
+  // `completions`: where the `done` callbacks of RunAsync run — once per commit, with one
+  // function that runs them all, so that a commit wakes its callers' thread once; by
+  // default on the thread that finishes them: the committer, or the caller itself when
+  // its operation fails at once.
+  // `on_commit`, if set, hears of every commit on the committer thread: the COMMIT's
+  // duration in seconds (flush included when SQLite flushes inside it), its operations,
+  // and whether its callers waited for a flush.
+  // `on_flush`, if set, hears of every flush the committer makes of the WAL, on the
+  // committer thread: its duration in seconds.
   using CommitObserver = std::function<void(double seconds, size_t operations, bool flushed)>;
-  using FlushObserver = std::function<void(double seconds, size_t commits)>;
+  using FlushObserver = std::function<void(double seconds)>;
   explicit Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch = 512,
                   Executor completions = nullptr, CommitObserver on_commit = nullptr,
                   FlushObserver on_flush = nullptr);
-  ~Writer();  // drains queued operations, then stops
+  ~Writer();  // commits what is running, then stops
 
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Runs `fn` on the writer thread inside a transaction; once the transaction is
-  // committed (or has failed), calls `done` with the result, through the completions
-  // executor: `done` must be quick and never block.
+  // Runs `fn` now, on this thread, inside the open transaction (waiting for the mutex,
+  // and for room if the transaction is full); once the transaction is committed (or
+  // has failed), or at once if `fn` fails, calls `done` with the result, through the
+  // completions executor: `done` must be quick and never block.
   // `fn` may throw sqlite::SqliteError; it becomes an Error.
   template <typename T>
   void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
@@ -95,9 +107,10 @@ class Writer {
   // Counters for benchmarks and metrics.
   uint64_t commits() const;
   uint64_t flushed_commits() const;  // commits whose callers waited for the disk
-  uint64_t flushes() const;          // flushes of the WAL by the syncer (pipelined only)
+  uint64_t flushes() const;          // flushes of the WAL by the committer (pipelined only)
   uint64_t operations() const;
-  // Whether flushes run on the syncer thread (see above).
+  // Whether the committer flushes the WAL after COMMIT (see above), rather than SQLite
+  // inside it (a database not in WAL mode) or nobody (synchronous NORMAL or OFF).
   bool pipelined() const { return wal_fd_ >= 0; }
 
   // Tests only, before the first operation: flushes the WAL with `flush` (returns 0, or
@@ -110,7 +123,7 @@ class Writer {
   void Submit(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
               bool deferred, Sync sync) {
     auto slot = std::make_shared<std::optional<Result<T>>>();
-    Enqueue(Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
+    Execute(Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
                  try {
                    *slot = fn(db);
                    if (!(*slot)->ok()) return (*slot)->error();
@@ -133,58 +146,56 @@ class Writer {
   struct Op {
     // Runs the change; returns the error if it failed (its savepoint is rolled back).
     std::function<std::optional<Error>(sqlite::Db&)> run;
-    // Called after the batch: with an error when the batch could not be committed.
+    // Called after the commit: with an error when it could not be committed.
     std::function<void(const std::optional<Error>&)> finish;
-    bool deferred = false;  // finish through completions_ (else on the writer thread)
+    bool deferred = false;  // finish through completions_ (else on the finishing thread)
     Sync sync = Sync::kDurable;
   };
 
-  void Enqueue(Op op);
-  void Loop();
-  // Runs a batch; returns the operations it committed (the others are finished).
-  std::vector<Op> RunBatch(std::deque<Op>& batch, bool durable);
-  // Finishes `op` now, or queues its finish for the batch's delivery.
-  void Finish(Op& op, const std::optional<Error>& e);
-  void DeliverFinished();
-  // Sets the connection to flush the next commit or not.
-  void SetFlushing(bool flush);
+  // Operations to finish, each with its error (none: its result is its answer).
+  using Finished = std::vector<std::pair<Op, std::optional<Error>>>;
 
-  // Pipelined flushing.
+  // Runs `op` inside the open transaction (opening one if need be).
+  void Execute(Op op);
+  // Runs `op` in the open transaction; db_mu_ held. Returns the operations to finish
+  // now, with their error: `op` itself if it failed, and every earlier operation of the
+  // transaction if the transaction was lost.
+  Finished ExecuteLocked(Op& op);
+  // Finishes `ops` (through completions_ when deferred, with one call for all).
+  void Finish(Finished ops);
+  void CommitLoop();
+  // Commits the open transaction; db_mu_ held. Returns the error if it failed, else
+  // sets `seconds` to the COMMIT's duration.
+  std::optional<Error> CommitLocked(double* seconds);
+
   bool OpenWal();  // opens wal_fd_ on the connection's WAL file; false if there is none
-  // Commits `ops` need (or, `durable` false, must wait for) a flush: hands them to the
-  // syncer, unless they need none and none is pending (then they finish now).
-  void HandToSyncer(std::vector<Op> ops, bool durable);
-  void SyncLoop();
-  std::optional<Error> FlushWal();  // syncer thread only
+  std::optional<Error> FlushWal();  // committer thread only
 
   std::unique_ptr<sqlite::Db> db_;
   const size_t max_batch_;
   Executor completions_;
   CommitObserver on_commit_;
   FlushObserver on_flush_;
-  bool flushes_ = false;       // the connection's synchronous level flushes commits
-  bool flushing_now_ = false;  // the level currently set (writer thread only)
-  std::vector<std::function<void()>> finished_;  // writer thread only
+  bool flushes_ = false;  // the configured synchronous level flushes commits
   std::string wal_path_;
-  int wal_fd_ = -1;  // >= 0: pipelined flushing
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
-  std::vector<Op> to_sync_;            // guarded by sync_mu_
-  size_t commits_to_sync_ = 0;         // commits behind to_sync_; guarded by sync_mu_
-  bool syncing_ = false;               // a flush is under way; guarded by sync_mu_
-  bool sync_stopping_ = false;         // guarded by sync_mu_
+  int wal_fd_ = -1;                    // >= 0: pipelined flushing
   std::function<int(int)> flush_;      // set by tests only
-  std::optional<Error> flush_failed_;  // syncer thread only
-  std::thread syncer_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Op> pending_;     // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  uint64_t commits_ = 0;       // guarded by mu_
-  uint64_t flushed_ = 0;       // guarded by mu_
-  uint64_t flushes_done_ = 0;  // guarded by mu_
-  uint64_t operations_ = 0;    // guarded by mu_
-  std::thread thread_;
+  std::optional<Error> flush_failed_;  // committer thread only
+
+  std::mutex db_mu_;                 // the connection, and what follows
+  std::condition_variable work_cv_;  // the committer waits for operations to commit
+  std::condition_variable room_cv_;  // callers wait for room in a full transaction
+  bool txn_open_ = false;            // guarded by db_mu_
+  std::vector<Op> in_txn_;           // operations in the open transaction; by db_mu_
+  bool txn_durable_ = false;         // one of them is kDurable; guarded by db_mu_
+  bool stopping_ = false;            // guarded by db_mu_
+  std::thread committer_;
+
+  mutable std::mutex stats_mu_;
+  uint64_t commits_ = 0;       // guarded by stats_mu_
+  uint64_t flushed_ = 0;       // guarded by stats_mu_
+  uint64_t flushes_done_ = 0;  // guarded by stats_mu_
+  uint64_t operations_ = 0;    // guarded by stats_mu_
 };
 
 }  // namespace sluice

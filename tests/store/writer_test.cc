@@ -8,8 +8,10 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <future>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -88,7 +90,7 @@ TEST_CASE("A connection that never flushes is left alone", "[writer]") {
   CHECK_FALSE(w.pipelined());
 }
 
-TEST_CASE("With synchronous=FULL the syncer flushes, once per durable caller at least",
+TEST_CASE("With synchronous=FULL the committer flushes, once per durable caller at least",
           "[writer]") {
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
@@ -204,6 +206,63 @@ TEST_CASE("A failed flush fails its callers and every later durable one until re
   CHECK(after.error().code == ErrorCode::kStorageUnavailable);
   CHECK(after.error().detail.find("restart") != std::string::npos);
   CHECK(flushes.load() == 2);
+}
+
+TEST_CASE(
+    "Operations run into the next transaction while a flush is under way, and are "
+    "answered after it",
+    "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"));
+  REQUIRE(w.pipelined());
+  // The first flush waits until the test lets it go.
+  std::promise<void> in_flush, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> flushes{0};
+  w.SetFlushForTesting([&](int fd) {
+    if (++flushes == 1) {
+      in_flush.set_value();
+      released.wait();
+    }
+    return ::fdatasync(fd);
+  });
+  std::vector<std::string> answered;  // in the order the callers heard back
+  std::mutex mu;
+  std::promise<void> both;
+  auto note = [&](const std::string& who, const Status& st) {
+    std::lock_guard lock(mu);
+    answered.push_back(who + (st.ok() ? "" : " failed"));
+    if (answered.size() == 2) both.set_value();
+  };
+  auto insert = [](int64_t k) {
+    return [k](sqlite::Db& d) -> Status {
+      d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+      return Ok{};
+    };
+  };
+  w.RunAsync<Ok>(insert(1), [&](Status st) { note("durable", st); });
+  in_flush.get_future().wait();  // its commit is being flushed
+
+  // A committed-only operation now runs at once, in the next transaction...
+  bool ran = false;
+  w.RunAsync<Ok>(
+      [&](sqlite::Db& d) -> Status {
+        ran = true;
+        return insert(2)(d);
+      },
+      [&](Status st) { note("committed", st); }, Writer::Sync::kCommitted);
+  CHECK(ran);
+  // ...but nobody hears back before the flush ends: not the durable caller, and not
+  // the committed-only one, whose answer could reveal the unflushed row 1.
+  {
+    std::lock_guard lock(mu);
+    CHECK(answered.empty());
+  }
+  release.set_value();
+  both.get_future().wait();
+  CHECK(answered == std::vector<std::string>{"durable", "committed"});
+  CHECK(w.commits() == 2);
+  CHECK(w.flushes() == 1);
 }
 
 enum class OpKind { kGood, kReturnsError, kThrows };

@@ -137,9 +137,10 @@ TEST_CASE("admin: totals per queue and tenant, and /metrics with them") {
         2);
   CHECK(SampleValue(m, "sluice_release_lag_seconds_count") == 1);
   CHECK(SampleValue(m, "sluice_storage_commit_seconds_count") > 0);
-  // synchronous FULL (the default) on a WAL file: the syncer flushed the submits.
+  // synchronous FULL (the default) on a WAL file: the committer flushed the submits,
+  // once per commit that had a durable operation.
   CHECK(SampleValue(m, "sluice_storage_flush_seconds_count") > 0);
-  CHECK(SampleValue(m, "sluice_storage_flush_commits_sum") >=
+  CHECK(SampleValue(m, "sluice_storage_flushed_commits_total") >=
         SampleValue(m, "sluice_storage_flush_seconds_count"));
   CHECK(m.find("sluice_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/queues/"
                "{}/jobs\",status=\"202\"}") != std::string::npos);
