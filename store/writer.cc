@@ -62,11 +62,11 @@ bool Writer::OpenWal() {
 
 Writer::~Writer() {
   {
-    std::lock_guard lock(db_mu_);
+    std::lock_guard db(db_mu_);
+    std::lock_guard lock(queue_mu_);
     stopping_ = true;
   }
   work_cv_.notify_all();
-  room_cv_.notify_all();
   committer_.join();
   if (wal_fd_ >= 0) ::close(wal_fd_);
 }
@@ -92,21 +92,55 @@ uint64_t Writer::operations() const {
 }
 
 void Writer::Execute(Op op) {
-  Finished finished;
-  bool queued = false;
   {
-    std::unique_lock lock(db_mu_);
-    room_cv_.wait(lock, [&] { return stopping_ || in_txn_.size() < max_batch_; });
-    if (stopping_) {
-      finished.emplace_back(std::move(op),
-                            MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
-    } else {
-      finished = ExecuteLocked(op);
-      queued = !in_txn_.empty();
+    std::lock_guard lock(queue_mu_);
+    if (!stopping_) {
+      queued_.push_back(std::move(op));
+      op.run = nullptr;
     }
   }
-  if (queued) work_cv_.notify_one();
-  Finish(std::move(finished));
+  if (op.run) {
+    Finished refused;
+    refused.emplace_back(std::move(op),
+                         MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
+    return Finish(std::move(refused));
+  }
+  for (;;) {
+    Finished finished;
+    bool full = false, work = false;
+    {
+      std::unique_lock db(db_mu_, std::try_to_lock);
+      // Whoever holds the connection runs what is queued before letting it go.
+      if (!db.owns_lock()) return;
+      full = RunQueuedLocked(&finished);
+      work = !in_txn_.empty();
+    }
+    if (work) work_cv_.notify_one();
+    Finish(std::move(finished));
+    // An operation queued while this thread held the connection found it taken: run it
+    // now (unless the transaction is full: the committer runs it after its commit).
+    std::lock_guard lock(queue_mu_);
+    if (queued_.empty() || full) return;
+  }
+}
+
+bool Writer::RunQueuedLocked(Finished* finished) {
+  for (;;) {
+    Op op;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (queued_.empty()) return false;
+      if (in_txn_.size() >= max_batch_) return true;
+      op = std::move(queued_.front());
+      queued_.pop_front();
+    }
+    for (auto& f : ExecuteLocked(op)) finished->push_back(std::move(f));
+  }
+}
+
+bool Writer::HasQueued() {
+  std::lock_guard lock(queue_mu_);
+  return !queued_.empty();
 }
 
 Writer::Finished Writer::ExecuteLocked(Op& op) {
@@ -180,27 +214,38 @@ void Writer::Finish(Finished ops) {
 void Writer::CommitLoop() {
   for (;;) {
     std::vector<Op> ops;
+    Finished failed;  // operations that failed on their own, or with their transaction
     bool durable = false;
     std::optional<Error> err;
     double commit_seconds = 0;
     {
-      std::unique_lock lock(db_mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !in_txn_.empty(); });
-      if (in_txn_.empty()) {  // stopping, and nothing left to commit
-        if (txn_open_ && db_->InTransaction()) {
-          try {
-            db_->Exec("ROLLBACK");  // only failed operations ran in it
-          } catch (const sqlite::SqliteError&) {
+      std::unique_lock db(db_mu_);
+      work_cv_.wait(db, [&] { return stopping_ || !in_txn_.empty() || HasQueued(); });
+      // Operations still queued (the transaction was full, or their callers found the
+      // connection taken) join this commit.
+      RunQueuedLocked(&failed);
+      if (in_txn_.empty()) {
+        if (stopping_ && !HasQueued()) {  // nothing left to commit
+          if (txn_open_ && db_->InTransaction()) {
+            try {
+              db_->Exec("ROLLBACK");  // only failed operations ran in it
+            } catch (const sqlite::SqliteError&) {
+            }
           }
+          db.unlock();
+          Finish(std::move(failed));
+          return;
         }
-        return;
+        db.unlock();
+        Finish(std::move(failed));
+        continue;
       }
       ops.swap(in_txn_);
       durable = txn_durable_;
       txn_durable_ = false;
       err = CommitLocked(&commit_seconds);
     }
-    if (ops.size() >= max_batch_) room_cv_.notify_all();
+    Finish(std::move(failed));
     const bool waits_for_flush = pipelined() ? durable : flushes_;
     if (!err) {
       if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);

@@ -2,11 +2,13 @@
 // time. Concurrent requests share transactions (group commit), so one fsync serves many
 // requests; a caller hears back only after the commit that holds its change.
 //
-// How: a caller's operation runs at once, on the caller's thread, inside the open
-// transaction (under a mutex: one operation at a time). A committer thread commits that
-// transaction whenever it is free, flushes it, and answers its callers; meanwhile the
-// next callers' operations already run inside the next transaction. So a request meets
-// no hand-off on its way in, and waits only for the commit and flush that follow it.
+// How: a caller's operation runs at once inside the open transaction, on the caller's
+// thread, or, if another thread holds the connection just then, on that thread before
+// it lets go (so no caller waits for the connection, and operations run one at a time).
+// A committer thread commits that transaction whenever it is free, flushes it, and
+// answers its callers; meanwhile the next callers' operations already run inside the
+// next transaction. So a request meets no hand-off on its way in, and waits only for
+// the commit and flush that follow it.
 //
 // Invariants:
 //   1. Each operation runs inside its own SAVEPOINT: an operation that fails leaves
@@ -34,6 +36,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
@@ -61,8 +64,8 @@ class Writer {
   // skips the flush; one kDurable operation in a batch flushes the batch.
   enum class Sync { kDurable, kCommitted };
 
-  // Takes ownership of the write connection. `max_batch` bounds one transaction: a
-  // caller whose operation finds it full waits for its commit.
+  // Takes ownership of the write connection. `max_batch` bounds one transaction: an
+  // operation that finds it full waits for its commit, to run in the next one.
   // `completions`: where the `done` callbacks of RunAsync run — once per commit, with one
   // function that runs them all, so that a commit wakes its callers' thread once; by
   // default on the thread that finishes them: the committer, or the caller itself when
@@ -82,10 +85,11 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Runs `fn` now, on this thread, inside the open transaction (waiting for the mutex,
-  // and for room if the transaction is full); once the transaction is committed (or
-  // has failed), or at once if `fn` fails, calls `done` with the result, through the
-  // completions executor: `done` must be quick and never block.
+  // Runs `fn` inside the open transaction, without waiting: now, on this thread, if
+  // the connection is free; else on the thread that holds it, before that thread lets
+  // go (or, if the transaction is full, after its commit). Once the transaction is
+  // committed (or has failed), or as soon as `fn` fails, calls `done` with the result,
+  // through the completions executor: `done` must be quick and never block.
   // `fn` may throw sqlite::SqliteError; it becomes an Error.
   template <typename T>
   void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
@@ -155,8 +159,14 @@ class Writer {
   // Operations to finish, each with its error (none: its result is its answer).
   using Finished = std::vector<std::pair<Op, std::optional<Error>>>;
 
-  // Runs `op` inside the open transaction (opening one if need be).
+  // Queues `op`, and runs the queued operations inside the open transaction (opening one
+  // if need be) unless another thread holds the connection: that thread runs them
+  // before it lets go. So a caller never waits for the connection.
   void Execute(Op op);
+  // Runs queued operations in the open transaction until none is left (returns false)
+  // or the transaction is full (true); db_mu_ held. Adds those to finish now.
+  bool RunQueuedLocked(Finished* finished);
+  bool HasQueued();
   // Runs `op` in the open transaction; db_mu_ held. Returns the operations to finish
   // now, with their error: `op` itself if it failed, and every earlier operation of the
   // transaction if the transaction was lost.
@@ -184,11 +194,12 @@ class Writer {
 
   std::mutex db_mu_;                 // the connection, and what follows
   std::condition_variable work_cv_;  // the committer waits for operations to commit
-  std::condition_variable room_cv_;  // callers wait for room in a full transaction
   bool txn_open_ = false;            // guarded by db_mu_
   std::vector<Op> in_txn_;           // operations in the open transaction; by db_mu_
   bool txn_durable_ = false;         // one of them is kDurable; guarded by db_mu_
-  bool stopping_ = false;            // guarded by db_mu_
+  std::mutex queue_mu_;              // taken after db_mu_, never before
+  std::deque<Op> queued_;            // operations not run yet; guarded by queue_mu_
+  bool stopping_ = false;            // written under db_mu_ and queue_mu_
   std::thread committer_;
 
   mutable std::mutex stats_mu_;

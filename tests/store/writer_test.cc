@@ -265,6 +265,92 @@ TEST_CASE(
   CHECK(w.flushes() == 1);
 }
 
+TEST_CASE("A caller never waits for the connection: its holder runs the operation", "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"));
+  std::promise<void> first_running, let_go;
+  std::shared_future<void> go = let_go.get_future().share();
+  std::thread::id first_thread, second_thread;
+  std::promise<Status> first_done, second_done;
+  std::thread holder([&] {
+    first_thread = std::this_thread::get_id();
+    w.RunAsync<Ok>(
+        [&](sqlite::Db& d) -> Status {
+          first_running.set_value();
+          go.wait();  // holds the connection until the test lets go
+          d.Exec("INSERT INTO t (k) VALUES (1)");
+          return Ok{};
+        },
+        [&](Status st) { first_done.set_value(st); });
+  });
+  first_running.get_future().wait();
+  bool ran = false;
+  w.RunAsync<Ok>(
+      [&](sqlite::Db& d) -> Status {
+        ran = true;
+        second_thread = std::this_thread::get_id();
+        d.Exec("INSERT INTO t (k) VALUES (2)");
+        return Ok{};
+      },
+      [&](Status st) { second_done.set_value(st); });
+  // Back at once, with the operation queued, not run.
+  CHECK_FALSE(ran);
+  let_go.set_value();
+  CHECK(first_done.get_future().get().ok());
+  CHECK(second_done.get_future().get().ok());
+  holder.join();
+  CHECK(ran);
+  CHECK(second_thread == first_thread);  // run by the thread that held the connection
+  auto count = w.Run<int64_t>([](sqlite::Db& d) -> Result<int64_t> {
+    sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t");
+    s.Step();
+    return s.Int(0);
+  });
+  REQUIRE(count.ok());
+  CHECK(count.value() == 2);
+}
+
+TEST_CASE("Operations that find the transaction full run in the next one", "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"), /*max_batch=*/2);
+  REQUIRE(w.pipelined());
+  std::promise<void> in_flush, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> flushes{0};
+  w.SetFlushForTesting([&](int fd) {
+    if (++flushes == 1) {
+      in_flush.set_value();
+      released.wait();
+    }
+    return ::fdatasync(fd);
+  });
+  constexpr int kOps = 5;
+  std::vector<bool> ran(kOps, false);
+  std::vector<uint64_t> commits_before(kOps, 0);
+  std::vector<std::promise<Status>> done(kOps);
+  auto submit = [&](int i) {
+    w.RunAsync<Ok>(
+        [&, i](sqlite::Db& d) -> Status {
+          ran[i] = true;
+          commits_before[i] = w.commits();
+          d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(int64_t{i}).Exec();
+          return Ok{};
+        },
+        [&, i](Status st) { done[i].set_value(st); });
+  };
+  submit(0);
+  in_flush.get_future().wait();  // commit 1 (op 0) is being flushed
+  for (int i = 1; i < kOps; ++i) submit(i);
+  // Ops 1 and 2 fill the next transaction; 3 and 4 wait for room.
+  CHECK(ran == std::vector<bool>{true, true, true, false, false});
+  release.set_value();
+  for (int i = 0; i < kOps; ++i) CHECK(done[i].get_future().get().ok());
+  CHECK(ran == std::vector<bool>(kOps, true));
+  CHECK(commits_before == std::vector<uint64_t>{0, 1, 1, 2, 2});
+  CHECK(w.commits() == 3);
+  CHECK(w.operations() == kOps);
+}
+
 enum class OpKind { kGood, kReturnsError, kThrows };
 
 TEST_CASE("A failing operation inside a batch does not undo the others", "[writer]") {
