@@ -92,18 +92,17 @@ uint64_t Writer::operations() const {
 }
 
 void Writer::Execute(Op op) {
+  bool refused = false;
   {
     std::lock_guard lock(queue_mu_);
-    if (!stopping_) {
-      queued_.push_back(std::move(op));
-      op.run = nullptr;
-    }
+    refused = stopping_;
+    if (!refused) queued_.push_back(std::move(op));
   }
-  if (op.run) {
-    Finished refused;
-    refused.emplace_back(std::move(op),
-                         MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
-    return Finish(std::move(refused));
+  if (refused) {
+    Finished late;
+    late.emplace_back(std::move(op),
+                      MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
+    return Finish(std::move(late));
   }
   for (;;) {
     Finished finished;
@@ -170,7 +169,14 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     finished.emplace_back(std::move(op), sqlite::ToError(e));
     return finished;
   }
-  std::optional<Error> err = op.run(*db_);
+  std::optional<Error> err;
+  std::optional<Error> thrown;  // it threw something else: a bug, answered as one
+  try {
+    err = op.run(*db_);
+  } catch (const std::exception&) {
+    thrown = MakeError(ErrorCode::kInternal, "internal error");
+    err = thrown;
+  }
   if (!db_->InTransaction()) {
     // SQLite rolled the whole transaction back (e.g. an I/O error): earlier operations
     // of this transaction are gone too.
@@ -187,8 +193,17 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     return finished;
   }
   if (err) {
-    // Its own error value is its answer; nothing to commit.
-    finished.emplace_back(std::move(op), std::nullopt);
+    // Its own error value is its answer; nothing to commit. A transaction that holds
+    // nothing else ends now rather than hold the write lock until the next operation.
+    if (in_txn_.empty()) {
+      try {
+        db_->Exec("ROLLBACK");
+        txn_open_ = false;
+      } catch (const sqlite::SqliteError&) {
+        lose_txn();
+      }
+    }
+    finished.emplace_back(std::move(op), thrown);
     return finished;
   }
   txn_durable_ = txn_durable_ || op.sync == Sync::kDurable;

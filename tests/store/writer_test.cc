@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -349,6 +350,27 @@ TEST_CASE("Operations that find the transaction full run in the next one", "[wri
   CHECK(commits_before == std::vector<uint64_t>{0, 1, 1, 2, 2});
   CHECK(w.commits() == 3);
   CHECK(w.operations() == kOps);
+}
+
+TEST_CASE("An operation that throws fails alone, leaves nothing behind and holds no lock",
+          "[writer]") {
+  TempDir dir;
+  const std::string path = dir.File("w.db");
+  Writer w(KeyTable(dir, "FULL"));
+  auto bad = w.Run<Ok>([](sqlite::Db& d) -> Status {
+    d.Exec("INSERT INTO t (k) VALUES (1)");
+    throw std::runtime_error("a bug after writing");
+  });
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == ErrorCode::kInternal);
+  // Nobody else wrote: the write lock is free for another connection at once.
+  sqlite::Db other(path, "FULL", /*busy_timeout_ms=*/0);
+  CHECK_NOTHROW(other.Exec("INSERT INTO t (k) VALUES (2)"));
+  REQUIRE(InsertKey(w, 3).ok());
+  std::set<int64_t> keys;
+  sqlite::Stmt s = other.Prepare("SELECT k FROM t");
+  while (s.Step()) keys.insert(s.Int(0));
+  CHECK(keys == std::set<int64_t>{2, 3});
 }
 
 enum class OpKind { kGood, kReturnsError, kThrows };
