@@ -170,7 +170,7 @@ void Submit(App& app, const HttpRequest& req, Reply reply) {
   app.store.SubmitAsync(
       std::move(job.value()), now,
       [&app, &req, reply, queue, tenant, cost](Result<SubmitOutcome> out) {
-        // On the store's writer thread: render elsewhere.
+        // Where the store's commit delivers it: render on the connection's thread.
         reply.Later([&app, &req, queue, tenant, cost, out = std::move(out)](HttpResponse& res) {
           RenderSubmit(app, req, queue, tenant, cost, out, res);
         });

@@ -10,7 +10,8 @@
 // more than overwriting one: new pages, new blocks, a new size to flush). So once a
 // background checkpoint has copied most of the WAL, the writer copies the rest itself,
 // after its next commit: a few frames, and its next transaction starts the WAL over.
-// Thread-safe: OnCommit is called from the writer thread.
+// Thread-safe: the WAL hook runs inside the writer connection's COMMIT, under the
+// writer's lock (whichever thread commits).
 #pragma once
 
 #include <atomic>
@@ -40,7 +41,7 @@ class Checkpointer {
   const int wal_pages_;
   // A background checkpoint left frames behind: the writer copies them (see above).
   std::atomic<bool> tail_wanted_{false};
-  int pages_at_request_ = 0;  // WAL length at the last request (writer thread only)
+  int pages_at_request_ = 0;  // WAL length at the last request (in the WAL hook only)
   std::mutex mu_;
   std::condition_variable cv_;
   bool wanted_ = false;    // guarded by mu_

@@ -24,7 +24,7 @@ struct SqliteStoreOptions {
   size_t max_batch = 512;               // operations per group commit
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
   // Where the completions of asynchronous writes run, once per group commit (see
-  // Writer); default: on the writer thread. Must outlive the store.
+  // Writer); default: on the thread that finishes them. Must outlive the store.
   Writer::Executor completions;
   Writer::CommitObserver on_commit;  // see Writer
   Writer::FlushObserver on_flush;    // see Writer
