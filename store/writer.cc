@@ -109,8 +109,13 @@ void Writer::Execute(Op op) {
     bool full = false, work = false;
     {
       std::unique_lock db(db_mu_, std::try_to_lock);
-      // Whoever holds the connection runs what is queued before letting it go.
-      if (!db.owns_lock()) return;
+      if (!db.owns_lock()) {
+        // Whoever holds the connection runs what is queued before letting it go, or the
+        // committer at its next commit. (try_lock may also fail spuriously: the
+        // committer, woken, runs the operation then.)
+        work_cv_.notify_one();
+        return;
+      }
       full = RunQueuedLocked(&finished);
       work = !in_txn_.empty();
     }
