@@ -90,7 +90,8 @@ class Writer {
   // go (or, if the transaction is full, after its commit). Once the transaction is
   // committed (or has failed), or as soon as `fn` fails, calls `done` with the result,
   // through the completions executor: `done` must be quick and never block.
-  // `fn` may throw sqlite::SqliteError; it becomes an Error.
+  // `fn` may throw sqlite::SqliteError; it becomes an Error. Any other exception is a
+  // bug: `fn`'s changes are rolled back and `done` gets internal_error.
   template <typename T>
   void RunAsync(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
                 Sync sync = Sync::kDurable) {
