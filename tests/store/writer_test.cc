@@ -48,6 +48,28 @@ Status InsertKey(Writer& w, int64_t k, Writer::Sync sync = Writer::Sync::kDurabl
       sync);
 }
 
+// Holds the writer's first flush of the WAL until Release(): set before the first
+// operation.
+class HeldFlush {
+ public:
+  explicit HeldFlush(Writer& w) : released_(release_.get_future().share()) {
+    w.SetFlushForTesting([this](int fd) {
+      if (++flushes_ == 1) {
+        in_flush_.set_value();
+        released_.wait();
+      }
+      return ::fdatasync(fd);
+    });
+  }
+  void WaitUntilFlushing() { in_flush_.get_future().wait(); }
+  void Release() { release_.set_value(); }
+
+ private:
+  std::promise<void> in_flush_, release_;
+  std::shared_future<void> released_;
+  std::atomic<int> flushes_{0};
+};
+
 TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
@@ -216,17 +238,7 @@ TEST_CASE(
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
   REQUIRE(w.pipelined());
-  // The first flush waits until the test lets it go.
-  std::promise<void> in_flush, release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> flushes{0};
-  w.SetFlushForTesting([&](int fd) {
-    if (++flushes == 1) {
-      in_flush.set_value();
-      released.wait();
-    }
-    return ::fdatasync(fd);
-  });
+  HeldFlush held(w);                  // the first flush waits until the test lets it go
   std::vector<std::string> answered;  // in the order the callers heard back
   std::mutex mu;
   std::promise<void> both;
@@ -242,7 +254,7 @@ TEST_CASE(
     };
   };
   w.RunAsync<Ok>(insert(1), [&](Status st) { note("durable", st); });
-  in_flush.get_future().wait();  // its commit is being flushed
+  held.WaitUntilFlushing();  // its commit is being flushed
 
   // A committed-only operation now runs at once, in the next transaction...
   bool ran = false;
@@ -259,7 +271,7 @@ TEST_CASE(
     std::lock_guard lock(mu);
     CHECK(answered.empty());
   }
-  release.set_value();
+  held.Release();
   both.get_future().wait();
   CHECK(answered == std::vector<std::string>{"durable", "committed"});
   CHECK(w.commits() == 2);
@@ -315,16 +327,7 @@ TEST_CASE("Operations that find the transaction full run in the next one", "[wri
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"), /*max_batch=*/2);
   REQUIRE(w.pipelined());
-  std::promise<void> in_flush, release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> flushes{0};
-  w.SetFlushForTesting([&](int fd) {
-    if (++flushes == 1) {
-      in_flush.set_value();
-      released.wait();
-    }
-    return ::fdatasync(fd);
-  });
+  HeldFlush held(w);
   constexpr int kOps = 5;
   std::vector<bool> ran(kOps, false);
   std::vector<uint64_t> commits_before(kOps, 0);
@@ -340,11 +343,11 @@ TEST_CASE("Operations that find the transaction full run in the next one", "[wri
         [&, i](Status st) { done[i].set_value(st); });
   };
   submit(0);
-  in_flush.get_future().wait();  // commit 1 (op 0) is being flushed
+  held.WaitUntilFlushing();  // commit 1 (op 0) is being flushed
   for (int i = 1; i < kOps; ++i) submit(i);
   // Ops 1 and 2 fill the next transaction; 3 and 4 wait for room.
   CHECK(ran == std::vector<bool>{true, true, true, false, false});
-  release.set_value();
+  held.Release();
   for (int i = 0; i < kOps; ++i) CHECK(done[i].get_future().get().ok());
   CHECK(ran == std::vector<bool>(kOps, true));
   CHECK(commits_before == std::vector<uint64_t>{0, 1, 1, 2, 2});
