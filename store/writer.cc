@@ -161,16 +161,12 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     for (Op& lost : in_txn_) finished.emplace_back(std::move(lost), StorageDown());
     in_txn_.clear();
     txn_durable_ = false;
-    txn_open_ = false;
   };
   try {
-    if (!txn_open_) {
-      db_->Prepare("BEGIN IMMEDIATE").Exec();
-      txn_open_ = true;
-    }
+    if (!db_->InTransaction()) db_->Prepare("BEGIN IMMEDIATE").Exec();
     db_->Prepare("SAVEPOINT op").Exec();
   } catch (const sqlite::SqliteError& e) {
-    if (txn_open_ && !db_->InTransaction()) lose_txn();
+    if (!db_->InTransaction()) lose_txn();
     finished.emplace_back(std::move(op), sqlite::ToError(e));
     return finished;
   }
@@ -203,7 +199,6 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     if (in_txn_.empty()) {
       try {
         db_->Exec("ROLLBACK");
-        txn_open_ = false;
       } catch (const sqlite::SqliteError&) {
         lose_txn();
       }
@@ -246,7 +241,7 @@ void Writer::CommitLoop() {
       RunQueuedLocked(&failed);
       if (in_txn_.empty()) {
         if (stopping_ && !HasQueued()) {  // nothing left to commit
-          if (txn_open_ && db_->InTransaction()) {
+          if (db_->InTransaction()) {
             try {
               db_->Exec("ROLLBACK");  // only failed operations ran in it
             } catch (const sqlite::SqliteError&) {
@@ -292,7 +287,6 @@ void Writer::CommitLoop() {
 }
 
 std::optional<Error> Writer::CommitLocked(double* seconds) {
-  txn_open_ = false;
   const auto started = Clock::now();
   try {
     db_->Prepare("COMMIT").Exec();

@@ -195,7 +195,6 @@ class Writer {
 
   std::mutex db_mu_;                 // the connection, and what follows
   std::condition_variable work_cv_;  // the committer waits for operations to commit
-  bool txn_open_ = false;            // guarded by db_mu_
   std::vector<Op> in_txn_;           // operations in the open transaction; by db_mu_
   bool txn_durable_ = false;         // one of them is kDurable; guarded by db_mu_
   std::mutex queue_mu_;              // taken after db_mu_, never before
