@@ -113,13 +113,13 @@ void Writer::Execute(Op op) {
         // Whoever holds the connection runs what is queued before letting it go, or the
         // committer at its next commit. (try_lock may also fail spuriously: the
         // committer, woken, runs the operation then.)
-        work_cv_.notify_one();
+        WakeCommitter();
         return;
       }
       full = RunQueuedLocked(&finished);
       work = !in_txn_.empty();
     }
-    if (work) work_cv_.notify_one();
+    if (work) WakeCommitter();
     Finish(std::move(finished));
     // An operation queued while this thread held the connection found it taken: run it
     // now (unless the transaction is full: the committer runs it after its commit).
@@ -140,6 +140,27 @@ bool Writer::RunQueuedLocked(Finished* finished) {
     }
     for (auto& f : ExecuteLocked(op)) finished->push_back(std::move(f));
   }
+}
+
+void Writer::WakeCommitter() {
+  {
+    std::lock_guard lock(queue_mu_);
+    wake_ = true;
+  }
+  work_cv_.notify_one();
+}
+
+void Writer::WaitForWork() {
+  // The committer sleeps on queue_mu_, under which every wake-up is recorded, not on
+  // db_mu_: a caller that finds the connection taken cannot take db_mu_ to record
+  // anything, so a notification it sent between the committer's last look and its
+  // sleep would be lost, and its operation stranded.
+  std::unique_lock lock(queue_mu_);
+  while (!stopping_ && !wake_ && queued_.empty()) {
+    if (before_sleep_) before_sleep_();
+    work_cv_.wait(lock);
+  }
+  wake_ = false;
 }
 
 bool Writer::HasQueued() {
@@ -234,8 +255,8 @@ void Writer::CommitLoop() {
     std::optional<Error> err;
     double commit_seconds = 0;
     {
+      WaitForWork();
       std::unique_lock db(db_mu_);
-      work_cv_.wait(db, [&] { return stopping_ || !in_txn_.empty() || HasQueued(); });
       // Operations still queued (the transaction was full, or their callers found the
       // connection taken) join this commit.
       RunQueuedLocked(&failed);

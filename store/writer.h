@@ -122,6 +122,13 @@ class Writer {
   // -1 with errno set, like fdatasync) instead of fdatasync, to make a disk error that
   // a real disk here will not.
   void SetFlushForTesting(std::function<int(int fd)> flush) { flush_ = std::move(flush); }
+  // Tests only: the committer calls `hook` each time it has found nothing to do, just
+  // before it sleeps, to let a test act in that moment. It runs holding the lock of the
+  // queue: another thread's call into the writer waits until the committer sleeps.
+  void SetBeforeSleepForTesting(std::function<void()> hook) {
+    std::lock_guard lock(queue_mu_);
+    before_sleep_ = std::move(hook);
+  }
 
  private:
   template <typename T>
@@ -168,6 +175,10 @@ class Writer {
   // or the transaction is full (true); db_mu_ held. Adds those to finish now.
   bool RunQueuedLocked(Finished* finished);
   bool HasQueued();
+  // Asks the committer to look for work (records it under queue_mu_, then notifies).
+  void WakeCommitter();
+  // The committer: sleeps until asked to look, an operation is queued, or stopping.
+  void WaitForWork();
   // Runs `op` in the open transaction; db_mu_ held. Returns the operations to finish
   // now, with their error: `op` itself if it failed, and every earlier operation of the
   // transaction if the transaction was lost.
@@ -193,13 +204,15 @@ class Writer {
   std::function<int(int)> flush_;      // set by tests only
   std::optional<Error> flush_failed_;  // committer thread only
 
-  std::mutex db_mu_;                 // the connection, and what follows
-  std::condition_variable work_cv_;  // the committer waits for operations to commit
-  std::vector<Op> in_txn_;           // operations in the open transaction; by db_mu_
-  bool txn_durable_ = false;         // one of them is kDurable; guarded by db_mu_
-  std::mutex queue_mu_;              // taken after db_mu_, never before
-  std::deque<Op> queued_;            // operations not run yet; guarded by queue_mu_
-  bool stopping_ = false;            // written under db_mu_ and queue_mu_
+  std::mutex db_mu_;                    // the connection, and what follows
+  std::condition_variable work_cv_;     // the committer sleeps on it, with queue_mu_
+  std::vector<Op> in_txn_;              // operations in the open transaction; by db_mu_
+  bool txn_durable_ = false;            // one of them is kDurable; guarded by db_mu_
+  std::mutex queue_mu_;                 // taken after db_mu_, never before
+  std::deque<Op> queued_;               // operations not run yet; guarded by queue_mu_
+  bool stopping_ = false;               // written under db_mu_ and queue_mu_
+  bool wake_ = false;                   // the committer should look; guarded by queue_mu_
+  std::function<void()> before_sleep_;  // tests only; guarded by queue_mu_
   std::thread committer_;
 
   mutable std::mutex stats_mu_;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <chrono>
 #include <future>
 #include <latch>
 #include <memory>
@@ -77,6 +78,51 @@ TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
   // Nobody else was waiting: one transaction per operation.
   CHECK(w.commits() == 5);
   CHECK(w.operations() == 5);
+}
+
+// An operation queued just as the committer, finding nothing to do, goes to sleep must
+// still be committed. Its caller may find the connection taken and leave the operation
+// to the committer, so a wake-up lost in that moment strands it for good (a lone
+// caller's next operation once never came back in CI). The hook queues an operation
+// from another thread in exactly that moment.
+TEST_CASE("An operation queued just as the committer goes to sleep is committed", "[writer]") {
+  TempDir dir;
+  std::promise<Status> late_done;  // declared before the writer: outlives any answer
+  struct Joined : std::thread {
+    using std::thread::thread;
+    ~Joined() {
+      if (joinable()) join();
+    }
+  };
+  std::promise<void> go;
+  std::promise<void> queued;
+  std::future<void> queued_future = queued.get_future();
+  Writer w(KeyTable(dir, "NORMAL"));
+  Joined caller([&] {
+    go.get_future().wait();
+    w.RunAsync<Ok>(
+        [](sqlite::Db& d) -> Status {
+          d.Exec("INSERT INTO t (k) VALUES (2)");
+          return Ok{};
+        },
+        [&](Status st) { late_done.set_value(st); }, Writer::Sync::kCommitted);
+    queued.set_value();
+  });
+  std::atomic<bool> fired{false};
+  w.SetBeforeSleepForTesting([&] {
+    if (fired.exchange(true)) return;
+    go.set_value();
+    // The caller finds the connection taken and returns at once, or finds the queue
+    // taken and goes on only once the committer sleeps: wait for the first, not forever
+    // for the second.
+    queued_future.wait_for(std::chrono::milliseconds(100));
+  });
+  REQUIRE(InsertKey(w, 1, Writer::Sync::kCommitted).ok());  // then the committer sleeps
+  std::future<Status> late = late_done.get_future();
+  REQUIRE(late.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(late.get().ok());
+  CHECK(fired);
+  CHECK(w.operations() == 2);
 }
 
 TEST_CASE("Only batches holding a durable operation wait for the disk", "[writer]") {
