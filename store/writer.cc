@@ -117,7 +117,7 @@ void Writer::Execute(Op op) {
         return;
       }
       full = RunQueuedLocked(&finished);
-      work = !in_txn_.empty();
+      work = !in_txn_.empty() || !riders_.empty();
     }
     if (work) WakeCommitter();
     Finish(std::move(finished));
@@ -182,6 +182,10 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     for (Op& lost : in_txn_) finished.emplace_back(std::move(lost), StorageDown());
     in_txn_.clear();
     txn_durable_ = false;
+    // What they found may have been the lost transaction's doing.
+    for (auto& rider : riders_) finished.emplace_back(std::move(rider.first), StorageDown());
+    riders_.clear();
+    riders_durable_ = false;
   };
   try {
     if (!db_->InTransaction()) db_->Prepare("BEGIN IMMEDIATE").Exec();
@@ -215,8 +219,11 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     return finished;
   }
   if (err) {
-    // Its own error value is its answer; nothing to commit. A transaction that holds
-    // nothing else ends now rather than hold the write lock until the next operation.
+    // Its own error value is its answer, and nothing to commit. But that answer may
+    // tell of a commit not flushed yet, or of this transaction (a conflict, say): it
+    // rides with this transaction and hears back with it (invariant 3). A transaction
+    // that holds nothing else ends now rather than hold the write lock until the next
+    // operation.
     if (in_txn_.empty()) {
       try {
         db_->Exec("ROLLBACK");
@@ -224,7 +231,8 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
         lose_txn();
       }
     }
-    finished.emplace_back(std::move(op), thrown);
+    riders_durable_ = riders_durable_ || op.sync == Sync::kDurable;
+    riders_.emplace_back(std::move(op), thrown);
     return finished;
   }
   txn_durable_ = txn_durable_ || op.sync == Sync::kDurable;
@@ -250,8 +258,10 @@ void Writer::Finish(Finished ops) {
 void Writer::CommitLoop() {
   for (;;) {
     std::vector<Op> ops;
-    Finished failed;  // operations that failed on their own, or with their transaction
+    Finished failed;  // lost with their transaction: answered at once
+    Finished riders;  // failed on their own: answered with the transaction they ran in
     bool durable = false;
+    bool stop = false;
     std::optional<Error> err;
     double commit_seconds = 0;
     {
@@ -260,50 +270,53 @@ void Writer::CommitLoop() {
       // Operations still queued (the transaction was full, or their callers found the
       // connection taken) join this commit.
       RunQueuedLocked(&failed);
-      if (in_txn_.empty()) {
-        if (stopping_ && !HasQueued()) {  // nothing left to commit
-          if (db_->InTransaction()) {
-            try {
-              db_->Exec("ROLLBACK");  // only failed operations ran in it
-            } catch (const sqlite::SqliteError&) {
-            }
+      riders.swap(riders_);
+      durable = riders_durable_;
+      riders_durable_ = false;
+      if (!in_txn_.empty()) {
+        ops.swap(in_txn_);
+        durable = durable || txn_durable_;
+        txn_durable_ = false;
+        err = CommitLocked(&commit_seconds);
+      } else if (stopping_ && !HasQueued()) {  // nothing left to commit
+        stop = true;
+        if (db_->InTransaction()) {
+          try {
+            db_->Exec("ROLLBACK");  // only failed operations ran in it
+          } catch (const sqlite::SqliteError&) {
           }
-          db.unlock();
-          Finish(std::move(failed));
-          return;
         }
-        db.unlock();
-        Finish(std::move(failed));
-        continue;
       }
-      ops.swap(in_txn_);
-      durable = txn_durable_;
-      txn_durable_ = false;
-      err = CommitLocked(&commit_seconds);
+      // (Riders with no transaction read only commits of this thread, all committed.)
     }
     Finish(std::move(failed));
-    const bool waits_for_flush = pipelined() ? durable : flushes_;
-    if (!err) {
+    if (!ops.empty() && !err) {
+      const bool waits_for_flush = pipelined() ? durable : flushes_;
       if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);
+      if (pipelined()) unflushed_ = true;
       std::lock_guard lock(stats_mu_);
       ++commits_;
       if (waits_for_flush) ++flushed_;
       operations_ += ops.size();
     }
-    if (!err && pipelined() && durable) {
-      // Every operation of `ops` was committed before this flush began, so it covers them.
+    // Every commit so far was made before this flush began, so it covers them. After a
+    // failed flush nothing is answered as done, committed or not (see the header).
+    if (!err && pipelined() && (flush_failed_ || (durable && unflushed_))) {
       const auto started = Clock::now();
       err = FlushWal();
       if (!err) {
+        unflushed_ = false;
         if (on_flush_) on_flush_(SecondsSince(started));
         std::lock_guard lock(stats_mu_);
         ++flushes_done_;
       }
     }
     Finished finished;
-    finished.reserve(ops.size());
+    finished.reserve(ops.size() + riders.size());
     for (Op& op : ops) finished.emplace_back(std::move(op), err);
+    for (auto& [op, own] : riders) finished.emplace_back(std::move(op), err ? err : own);
     Finish(std::move(finished));
+    if (stop) return;
   }
 }
 

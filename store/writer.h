@@ -18,9 +18,11 @@
 //   3. A caller hears back only once every commit before its own is as durable as its
 //      own: the committer commits, flushes and answers one transaction after the other,
 //      so a kDurable operation is answered once a flush that began after its commit has
-//      ended, and a kCommitted one once its commit has ended (every earlier commit was
-//      flushed before). So no answer reveals a change (a job to lease, say) that a power
-//      loss could still take back.
+//      ended, and a kCommitted one once its commit has ended (every earlier durable
+//      commit was flushed before). An operation that fails on its own (a conflict, say)
+//      is answered with the transaction it ran in, in the same way, since its answer
+//      may tell of that transaction or of an earlier commit. So no answer reveals a
+//      durable change (a job to lease, say) that a power loss could still take back.
 //
 // Flushing: with synchronous FULL (or EXTRA) on a WAL database, the connection commits
 // with synchronous=NORMAL (no flush inside COMMIT) and the committer flushes the WAL
@@ -29,10 +31,11 @@
 // keeps a commit only if all its frames are intact, so a commit whose frames no flush
 // covered is dropped whole on a power loss, and none of its callers was answered. If a
 // flush fails, the kernel may have dropped pages of the WAL, so no later flush can be
-// trusted either: the writer fails every later durable operation with
+// trusted either: the writer fails every later operation, durable or not, with
 // storage_unavailable until the process restarts (and recovers from the file).
 // Thread-safe: Run() and RunAsync() may be called from any thread, but not from inside
-// an operation (it would wait for itself).
+// an operation (it would wait for itself). Destroy the writer only once every call has
+// returned, and not from a `done` callback.
 #pragma once
 
 #include <condition_variable>
@@ -68,8 +71,9 @@ class Writer {
   // operation that finds it full waits for its commit, to run in the next one.
   // `completions`: where the `done` callbacks of RunAsync run — once per commit, with one
   // function that runs them all, so that a commit wakes its callers' thread once; by
-  // default on the thread that finishes them: the committer, or the caller itself when
-  // its operation fails at once.
+  // default on the thread that finishes them: the committer, or, for the operations of
+  // a transaction lost while an operation ran, whichever thread ran that one. No
+  // callback may throw.
   // `on_commit`, if set, hears of every commit on the committer thread: the COMMIT's
   // duration in seconds (flush included when SQLite flushes inside it), its operations,
   // and whether its callers waited for a flush.
@@ -87,9 +91,10 @@ class Writer {
 
   // Runs `fn` inside the open transaction, without waiting: now, on this thread, if
   // the connection is free; else on the thread that holds it, before that thread lets
-  // go (or, if the transaction is full, after its commit). Once the transaction is
-  // committed (or has failed), or as soon as `fn` fails, calls `done` with the result,
-  // through the completions executor: `done` must be quick and never block.
+  // go (or, if the transaction is full, after its commit). Once that transaction is
+  // committed (and flushed, for kDurable) or has failed, calls `done` with the result
+  // (also when `fn` fails: see invariant 3), through the completions executor: `done`
+  // must be quick and never block.
   // `fn` may throw sqlite::SqliteError; it becomes an Error. Any other exception is a
   // bug: `fn`'s changes are rolled back and `done` gets internal_error.
   template <typename T>
@@ -204,10 +209,15 @@ class Writer {
   std::function<int(int)> flush_;      // set by tests only
   std::optional<Error> flush_failed_;  // committer thread only
 
-  std::mutex db_mu_;                    // the connection, and what follows
-  std::condition_variable work_cv_;     // the committer sleeps on it, with queue_mu_
-  std::vector<Op> in_txn_;              // operations in the open transaction; by db_mu_
-  bool txn_durable_ = false;            // one of them is kDurable; guarded by db_mu_
+  std::mutex db_mu_;                 // the connection, and what follows
+  std::condition_variable work_cv_;  // the committer sleeps on it, with queue_mu_
+  std::vector<Op> in_txn_;           // operations in the open transaction; by db_mu_
+  bool txn_durable_ = false;         // one of them is kDurable; guarded by db_mu_
+  // Operations that failed on their own, answered with the transaction they ran in
+  // (their answer may tell of it, or of a commit not flushed yet); guarded by db_mu_.
+  Finished riders_;
+  bool riders_durable_ = false;         // one of them is kDurable; guarded by db_mu_
+  bool unflushed_ = false;              // a commit not flushed yet; committer thread only
   std::mutex queue_mu_;                 // taken after db_mu_, never before
   std::deque<Op> queued_;               // operations not run yet; guarded by queue_mu_
   bool stopping_ = false;               // written under db_mu_ and queue_mu_

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <latch>
 #include <memory>
@@ -250,8 +251,7 @@ TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") 
   CHECK(commits < ops);  // some transactions carried more than one submit
 }
 
-TEST_CASE("A failed flush fails its callers and every later durable one until restart",
-          "[writer]") {
+TEST_CASE("A failed flush fails its callers and every later one until restart", "[writer]") {
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
   REQUIRE(w.pipelined());
@@ -274,7 +274,73 @@ TEST_CASE("A failed flush fails its callers and every later durable one until re
   REQUIRE_FALSE(after.ok());
   CHECK(after.error().code == ErrorCode::kStorageUnavailable);
   CHECK(after.error().detail.find("restart") != std::string::npos);
+  // Nor as committed: a lease answered now could hand out a job whose submit failed.
+  auto committed = insert(4, Writer::Sync::kCommitted);
+  REQUIRE_FALSE(committed.ok());
+  CHECK(committed.error().code == ErrorCode::kStorageUnavailable);
   CHECK(flushes.load() == 2);
+}
+
+// Invariant 3 for an operation that fails on its own: its answer (a conflict here) tells
+// of a commit whose flush has not ended, so it waits for that flush; and since the flush
+// fails, the answer is storage_unavailable, not a conflict with a change that is lost.
+TEST_CASE("An operation that fails on its own is answered only once what it saw is durable",
+          "[writer]") {
+  TempDir dir;
+  std::promise<Status> first_done, second_done;  // declared before the writer: outlive it
+  Writer w(KeyTable(dir, "FULL"));
+  REQUIRE(w.pipelined());
+  std::promise<void> in_flush, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> flushes{0};
+  w.SetFlushForTesting([&](int fd) {
+    if (++flushes == 1) {
+      in_flush.set_value();
+      released.wait();
+      errno = EIO;  // the first commit never becomes durable
+      return -1;
+    }
+    return ::fdatasync(fd);
+  });
+  w.RunAsync<Ok>(
+      [](sqlite::Db& d) -> Status {
+        d.Exec("INSERT INTO t (k) VALUES (1)");
+        return Ok{};
+      },
+      [&](Status st) { first_done.set_value(st); });
+  in_flush.get_future().wait();  // k = 1 is committed, its flush held
+  w.RunAsync<Ok>(
+      [](sqlite::Db& d) -> Status {
+        sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t WHERE k = 1");
+        s.Step();
+        if (s.Int(0) > 0) return MakeError(ErrorCode::kConflict, "k = 1 exists");
+        d.Exec("INSERT INTO t (k) VALUES (1)");
+        return Ok{};
+      },
+      [&](Status st) { second_done.set_value(st); });
+  std::future<Status> first = first_done.get_future();
+  std::future<Status> second = second_done.get_future();
+  // Give a wrong early answer time to arrive: it would within microseconds.
+  CHECK(second.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  CHECK(first.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  release.set_value();
+  Status s1 = first.get();
+  Status s2 = second.get();
+  REQUIRE_FALSE(s1.ok());
+  CHECK(s1.error().code == ErrorCode::kStorageUnavailable);
+  REQUIRE_FALSE(s2.ok());
+  CHECK(s2.error().code == ErrorCode::kStorageUnavailable);
+}
+
+TEST_CASE("An operation that fails on its own is answered with its own error once durable",
+          "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"));
+  REQUIRE(InsertKey(w, 1).ok());
+  auto dup = InsertKey(w, 1);  // a primary key conflict: its own error
+  REQUIRE_FALSE(dup.ok());
+  CHECK(dup.error().code != ErrorCode::kStorageUnavailable);
+  CHECK(InsertKey(w, 2).ok());
 }
 
 TEST_CASE(
