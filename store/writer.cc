@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -27,7 +28,7 @@ Error StorageDown() {
 Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor completions,
                CommitObserver on_commit, FlushObserver on_flush)
     : db_(std::move(db)),
-      max_batch_(max_batch),
+      max_batch_(std::max<size_t>(1, max_batch)),
       completions_(std::move(completions)),
       on_commit_(std::move(on_commit)),
       on_flush_(std::move(on_flush)) {
@@ -191,7 +192,15 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
     if (!db_->InTransaction()) db_->Prepare("BEGIN IMMEDIATE").Exec();
     db_->Prepare("SAVEPOINT op").Exec();
   } catch (const sqlite::SqliteError& e) {
-    if (!db_->InTransaction()) lose_txn();
+    if (!db_->InTransaction()) {
+      lose_txn();
+    } else if (in_txn_.empty()) {
+      try {
+        db_->Exec("ROLLBACK");  // holds nothing: do not keep the write lock
+      } catch (const sqlite::SqliteError&) {
+        lose_txn();
+      }
+    }
     finished.emplace_back(std::move(op), sqlite::ToError(e));
     return finished;
   }
@@ -199,7 +208,7 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
   std::optional<Error> thrown;  // it threw something else: a bug, answered as one
   try {
     err = op.run(*db_);
-  } catch (const std::exception&) {
+  } catch (...) {
     thrown = MakeError(ErrorCode::kInternal, "internal error");
     err = thrown;
   }

@@ -343,6 +343,13 @@ TEST_CASE("An operation that fails on its own is answered with its own error onc
   CHECK(InsertKey(w, 2).ok());
 }
 
+TEST_CASE("A transaction bound of 0 is taken as 1", "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "NORMAL"), /*max_batch=*/0);
+  for (int64_t k = 0; k < 3; ++k) REQUIRE(InsertKey(w, k, Writer::Sync::kCommitted).ok());
+  CHECK(w.operations() == 3);
+}
+
 TEST_CASE(
     "Operations run into the next transaction while a flush is under way, and are "
     "answered after it",
@@ -472,9 +479,17 @@ TEST_CASE("An operation that throws fails alone, leaves nothing behind and holds
   TempDir dir;
   const std::string path = dir.File("w.db");
   Writer w(KeyTable(dir, "FULL"));
-  auto bad = w.Run<Ok>([](sqlite::Db& d) -> Status {
+  std::function<void()> bug;
+  SECTION("a std::exception") {
+    bug = [] { throw std::runtime_error("a bug after writing"); };
+  }
+  SECTION("anything else") {
+    bug = [] { throw 42; };
+  }
+  auto bad = w.Run<Ok>([&bug](sqlite::Db& d) -> Status {
     d.Exec("INSERT INTO t (k) VALUES (1)");
-    throw std::runtime_error("a bug after writing");
+    bug();
+    return Ok{};
   });
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == ErrorCode::kInternal);
