@@ -123,10 +123,13 @@ TEST_CASE("the curl submitter backs off on 429; its Idempotency-Key never duplic
 TEST_CASE("the curl submitter gives up at the job's deadline") {
   WorkerRig rig({{"rate", 0.1}, {"capacity", 1}});  // no worker: the bucket stays full
   const std::string script = SLUICE_SOURCE_DIR "/examples/submit.sh";
-  std::vector<std::string> env = {"SLUICE_TOKEN=" + rig.submit, "DEADLINE_IN_MS=3000"};
-  auto first = rig.Launch({script, rig.server.url(), "q", "{\"seq\":1}"}, env);
+  // The first job outlives the test (were it to expire, its room would free up and the
+  // second could get in before its own deadline, as the honest Retry-After says).
+  auto first = rig.Launch({script, rig.server.url(), "q", "{\"seq\":1}"},
+                          {"SLUICE_TOKEN=" + rig.submit, "DEADLINE_IN_MS=600000"});
   REQUIRE(first->Wait(seconds(60)) == 0);
-  auto second = rig.Launch({script, rig.server.url(), "q", "{\"seq\":2}"}, env);
+  auto second = rig.Launch({script, rig.server.url(), "q", "{\"seq\":2}"},
+                           {"SLUICE_TOKEN=" + rig.submit, "DEADLINE_IN_MS=3000"});
   auto code = second->Wait(seconds(60));
   INFO(second->ReadLog());
   CHECK((code == 1 || code == 2));  // gave up: deadline passing first, or unreachable
