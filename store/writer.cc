@@ -296,7 +296,8 @@ void Writer::CommitLoop() {
           }
         }
       }
-      // (Riders with no transaction read only commits of this thread, all committed.)
+      // Riders with no transaction saw only commits of this thread: all flushed by now,
+      // but for kCommitted ones, which a durable rider's flush below covers.
     }
     Finish(std::move(failed));
     if (!ops.empty() && !err) {

@@ -185,8 +185,9 @@ class Writer {
   // The committer: sleeps until asked to look, an operation is queued, or stopping.
   void WaitForWork();
   // Runs `op` in the open transaction; db_mu_ held. Returns the operations to finish
-  // now, with their error: `op` itself if it failed, and every earlier operation of the
-  // transaction if the transaction was lost.
+  // now, with their error: `op` itself if the storage failed it, and every earlier
+  // operation of the transaction (riders too) if the transaction was lost. An `op` that
+  // fails on its own becomes a rider.
   Finished ExecuteLocked(Op& op);
   // Finishes `ops` (through completions_ when deferred, with one call for all).
   void Finish(Finished ops);
