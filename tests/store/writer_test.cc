@@ -100,7 +100,7 @@ TEST_CASE("An operation queued just as the committer goes to sleep is committed"
   std::future<void> queued_future = queued.get_future();
   Writer w(KeyTable(dir, "NORMAL"));
   Joined caller([&] {
-    go.get_future().wait();
+    go.get_future().wait_for(std::chrono::seconds(10));  // bounded: a test never hangs
     w.RunAsync<Ok>(
         [](sqlite::Db& d) -> Status {
           d.Exec("INSERT INTO t (k) VALUES (2)");
