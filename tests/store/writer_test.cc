@@ -50,15 +50,28 @@ Status InsertKey(Writer& w, int64_t k, Writer::Sync sync = Writer::Sync::kDurabl
       sync);
 }
 
+// Counts the rows of table t through the writer.
+Result<int64_t> CountKeys(Writer& w) {
+  return w.Run<int64_t>([](sqlite::Db& d) -> Result<int64_t> {
+    sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t");
+    s.Step();
+    return s.Int(0);
+  });
+}
+
 // Holds the writer's first flush of the WAL until Release(): set before the first
-// operation.
+// operation. With `fail_errno`, that flush then fails with it.
 class HeldFlush {
  public:
-  explicit HeldFlush(Writer& w) : released_(release_.get_future().share()) {
-    w.SetFlushForTesting([this](int fd) {
+  explicit HeldFlush(Writer& w, int fail_errno = 0) : released_(release_.get_future().share()) {
+    w.SetFlushForTesting([this, fail_errno](int fd) {
       if (++flushes_ == 1) {
         in_flush_.set_value();
         released_.wait();
+        if (fail_errno != 0) {
+          errno = fail_errno;
+          return -1;
+        }
       }
       return ::fdatasync(fd);
     });
@@ -139,11 +152,7 @@ TEST_CASE("Only batches holding a durable operation wait for the disk", "[writer
   CHECK(w.commits() == 4);
   CHECK(w.flushed_commits() == 1);
   // The committed-only rows are there for every reader.
-  auto count = w.Run<int64_t>([](sqlite::Db& d) -> Result<int64_t> {
-    sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t");
-    s.Step();
-    return s.Int(0);
-  });
+  auto count = CountKeys(w);
   REQUIRE(count.ok());
   CHECK(count.value() == 4);
 }
@@ -290,25 +299,14 @@ TEST_CASE("An operation that fails on its own is answered only once what it saw 
   std::promise<Status> first_done, second_done;  // declared before the writer: outlive it
   Writer w(KeyTable(dir, "FULL"));
   REQUIRE(w.pipelined());
-  std::promise<void> in_flush, release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> flushes{0};
-  w.SetFlushForTesting([&](int fd) {
-    if (++flushes == 1) {
-      in_flush.set_value();
-      released.wait();
-      errno = EIO;  // the first commit never becomes durable
-      return -1;
-    }
-    return ::fdatasync(fd);
-  });
+  HeldFlush held(w, EIO);  // the first commit never becomes durable
   w.RunAsync<Ok>(
       [](sqlite::Db& d) -> Status {
         d.Exec("INSERT INTO t (k) VALUES (1)");
         return Ok{};
       },
       [&](Status st) { first_done.set_value(st); });
-  in_flush.get_future().wait();  // k = 1 is committed, its flush held
+  held.WaitUntilFlushing();  // k = 1 is committed, its flush held
   w.RunAsync<Ok>(
       [](sqlite::Db& d) -> Status {
         sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t WHERE k = 1");
@@ -323,7 +321,7 @@ TEST_CASE("An operation that fails on its own is answered only once what it saw 
   // Give a wrong early answer time to arrive: it would within microseconds.
   CHECK(second.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
   CHECK(first.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
-  release.set_value();
+  held.Release();
   Status s1 = first.get();
   Status s2 = second.get();
   REQUIRE_FALSE(s1.ok());
@@ -433,11 +431,7 @@ TEST_CASE("A caller never waits for the connection: its holder runs the operatio
   holder.join();
   CHECK(ran);
   CHECK(second_thread == first_thread);  // run by the thread that held the connection
-  auto count = w.Run<int64_t>([](sqlite::Db& d) -> Result<int64_t> {
-    sqlite::Stmt s = d.Prepare("SELECT count(*) FROM t");
-    s.Step();
-    return s.Int(0);
-  });
+  auto count = CountKeys(w);
   REQUIRE(count.ok());
   CHECK(count.value() == 2);
 }
