@@ -28,6 +28,10 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "cost_exceeds_capacity";
     case ErrorCode::kIdempotencyKeyReused:
       return "idempotency_key_reused";
+    case ErrorCode::kDeadlineInvalid:
+      return "deadline_invalid";
+    case ErrorCode::kUnsupportedMediaType:
+      return "unsupported_media_type";
     case ErrorCode::kStorageUnavailable:
       return "storage_unavailable";
     case ErrorCode::kInternal:

@@ -25,6 +25,8 @@ enum class ErrorCode {
   kDeadlineUnreachable,   // rule 2: estimated start after deadline
   kCostExceedsCapacity,   // a job heavier than its bucket can ever hold
   kIdempotencyKeyReused,  // same Idempotency-Key, different body
+  kDeadlineInvalid,       // a deadline that can never be met: past, <= 0, before not_before
+  kUnsupportedMediaType,  // a Content-Encoding other than identity
   kStorageUnavailable,    // cannot make it durable: fail closed
   kInternal,              // a bug
 };
@@ -36,6 +38,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
     ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
     ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
+    ErrorCode::kDeadlineInvalid,     ErrorCode::kUnsupportedMediaType,
     ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
 
 // The stable wire name of a code, e.g. "queue_full", and back.

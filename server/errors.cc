@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
+
 namespace sluice {
 namespace {
 
@@ -21,6 +23,8 @@ const char* Title(int status) {
       return "Conflict";
     case 413:
       return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
     case 422:
       return "Unprocessable Content";
     case 429:
@@ -42,6 +46,10 @@ int HttpStatusFor(ErrorCode code) {
       return 400;
     case ErrorCode::kIdempotencyKeyReused:
       return 422;
+    case ErrorCode::kDeadlineInvalid:
+      return 400;
+    case ErrorCode::kUnsupportedMediaType:
+      return 415;
     case ErrorCode::kUnauthorized:
       return 401;
     case ErrorCode::kForbidden:
@@ -74,7 +82,7 @@ void RenderError(HttpResponse& res, const Error& e) {
                          {"title", Title(status)},
                          {"status", status},
                          {"error", ErrorCodeName(e.code)},
-                         {"detail", e.detail}};
+                         {"detail", SanitizeUtf8(e.detail)}};
   if (e.retry_after_s) {
     body["retry_after"] = *e.retry_after_s;
     res.set_header("Retry-After", std::to_string(*e.retry_after_s));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "common/strict_json.h"
 #include "shaper/policy.h"
 
 namespace sluice {
@@ -11,9 +12,11 @@ using nlohmann::json;
 
 Result<json> ParseJsonObject(const HttpRequest& req) {
   if (req.body.empty()) return json::object();
-  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return MakeError(ErrorCode::kBadRequest, "the body is not valid JSON");
-  if (!j.is_object()) return MakeError(ErrorCode::kBadRequest, "the body must be a JSON object");
+  auto j = ParseStrictJson(req.body);
+  if (!j.ok()) return j;
+  if (!j.value().is_object()) {
+    return MakeError(ErrorCode::kBadRequest, "the body must be a JSON object");
+  }
   return j;
 }
 

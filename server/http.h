@@ -12,7 +12,8 @@
 
 namespace sluice {
 
-// Parses the request body as a JSON object ("{}" when the body is empty).
+// Parses the request body as a JSON object ("{}" when the body is empty), strictly
+// (common/strict_json.h: no duplicate keys, nothing after the value, bounded depth).
 Result<nlohmann::json> ParseJsonObject(const HttpRequest& req);
 
 void RenderJson(HttpResponse& res, int status, const nlohmann::json& body);
