@@ -25,7 +25,18 @@ Result<NewJob> ParseNewJob(const json& body, Micros now) {
 
   auto deadline = TimeField(body, "deadline");
   if (!deadline.ok()) return deadline.error();
-  auto deadline_in = IntField(body, "deadline_in_ms", 0, kMaxMs);
+  // A relative deadline of zero or less can never be met. (Whether an absolute one is
+  // already past, or not after not_before, Admit decides against the `now` of the
+  // decision, after an idempotent replay has had its chance.)
+  if (auto it = body.find("deadline_in_ms"); it != body.end() && it->is_number_integer()) {
+    const bool positive =
+        it->is_number_unsigned() ? it->get<uint64_t>() > 0 : it->get<int64_t>() > 0;
+    if (!positive) {
+      return MakeError(ErrorCode::kDeadlineInvalid,
+                       "'deadline_in_ms' must be positive: a job must start before its deadline");
+    }
+  }
+  auto deadline_in = IntField(body, "deadline_in_ms", 1, kMaxMs);
   if (!deadline_in.ok()) return deadline_in.error();
   if (deadline.value() && deadline_in.value()) {
     return MakeError(ErrorCode::kBadRequest, "give 'deadline' or 'deadline_in_ms', not both");
@@ -138,13 +149,31 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
     case AdmissionOutcome::kDeadlineUnreachable: {
       Error e = MakeError(ErrorCode::kDeadlineUnreachable,
                           "the job would start at " + FormatRfc3339(o.decision.estimated_start) +
-                              ", after its deadline");
+                              ", not before its deadline " + FormatRfc3339(o.decision.deadline));
+      // When a job with the same relative deadline would fit (docs/shaping.md).
+      e.retry_after_s = o.decision.retry_after_s;
       Rejected(app, req, queue, tenant, e, &o);
       RenderError(res, e);
       json b = json::parse(res.body);
       b["estimated_start"] = FormatRfc3339(o.decision.estimated_start);
       res.set_content(b.dump(), "application/problem+json");
       return;
+    }
+    case AdmissionOutcome::kDeadlinePassed: {
+      Error e = MakeError(ErrorCode::kDeadlineInvalid,
+                          "the job's deadline " + FormatRfc3339(o.decision.deadline) +
+                              " is not in the future: it could only expire");
+      Rejected(app, req, queue, tenant, e, &o);
+      return RenderError(res, e);
+    }
+    case AdmissionOutcome::kNotBeforeAfterDeadline: {
+      Error e = MakeError(ErrorCode::kDeadlineInvalid,
+                          "'not_before' is not before the job's deadline " +
+                              FormatRfc3339(o.decision.deadline) +
+                              " (its own, or the queue's default_deadline_ms from now): it could "
+                              "only expire");
+      Rejected(app, req, queue, tenant, e, &o);
+      return RenderError(res, e);
     }
     case AdmissionOutcome::kCostOverCapacity: {
       Error e = MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
