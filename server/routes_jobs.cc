@@ -2,10 +2,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/names.h"
+#include "common/utf8.h"
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/request_readers.h"
 #include "shaper/admission.h"
 
 namespace sluice {
@@ -71,6 +74,7 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
   if (!who.value().tenant) {
     return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
   }
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
   auto job = ParseNewJob(body.value(), now);
@@ -79,9 +83,7 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
   job.value().tenant = *who.value().tenant;
   if (req.has_header("Idempotency-Key")) {
     std::string key = req.get_header_value("Idempotency-Key");
-    if (key.empty() || key.size() > 255) {
-      return MakeError(ErrorCode::kBadRequest, "Idempotency-Key must be 1 to 255 characters");
-    }
+    if (Status st = CheckName(NameKind::kIdempotencyKey, key); !st.ok()) return st.error();
     job.value().idempotency_key = key;
     job.value().body_hash = Sha256Hex(req.body);
   }
@@ -184,12 +186,14 @@ void GetJob(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!p.Has(Scope::kAdmin) && !p.Has(Scope::kSubmit)) {
     return RenderError(res, MakeError(ErrorCode::kForbidden, "this token cannot read jobs"));
   }
+  if (Status st = CheckJobIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto job = app.store.GetJob(req.matches[1]);
   if (!job.ok()) return RenderError(res, job.error());
   // Someone else's job is indistinguishable from a missing one.
   if (!p.Has(Scope::kAdmin) && p.tenant != job.value().tenant) {
-    return RenderError(res, MakeError(ErrorCode::kNotFound,
-                                      "job '" + std::string(req.matches[1]) + "' does not exist"));
+    return RenderError(res,
+                       MakeError(ErrorCode::kNotFound,
+                                 "job " + QuoteForMessage(req.matches[1]) + " does not exist"));
   }
   json out = JobToJson(job.value());
   out["blocked_by"] = nullptr;
@@ -211,7 +215,7 @@ Result<JobRecord> VisibleJob(App& app, const Principal& p, const std::string& id
   auto job = app.store.GetJob(id);
   if (!job.ok()) return job;
   if (!p.Has(Scope::kAdmin) && p.tenant != job.value().tenant) {
-    return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+    return MakeError(ErrorCode::kNotFound, "job " + QuoteForMessage(id) + " does not exist");
   }
   return job;
 }
@@ -228,6 +232,7 @@ Result<Principal> ReaderOfJobs(App& app, const HttpRequest& req) {
 void CancelJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = ReaderOfJobs(app, req);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckJobIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto job = VisibleJob(app, who.value(), req.matches[1]);
   if (!job.ok()) return RenderError(res, job.error());
   auto canceled = app.store.Cancel(job.value().id, app.clock.Now());
@@ -259,7 +264,12 @@ void ListJobs(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!who.ok()) return RenderError(res, who.error());
   JobFilter f;
   if (!who.value().Has(Scope::kAdmin)) f.tenant = who.value().tenant;
-  if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+  if (req.has_param("queue")) {
+    f.queue = req.get_param_value("queue");
+    if (Status st = CheckName(NameKind::kQueue, *f.queue); !st.ok()) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queue': " + st.error().detail));
+    }
+  }
   if (req.has_param("state")) {
     f.state = ParseJobState(req.get_param_value("state"));
     if (!f.state) {
