@@ -109,16 +109,6 @@ Status RefuseUnknownFields(const json& j, std::initializer_list<std::string_view
   return Ok{};
 }
 
-bool ValidQueueName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 bool ValidTraceparent(const std::string& tp) {
   if (tp.size() != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-') return false;
   auto hex = [&](size_t from, size_t n) {

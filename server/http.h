@@ -39,9 +39,6 @@ Result<std::optional<bool>> BoolField(const nlohmann::json& j, const char* name)
 // (the first one, quoted with QuoteForMessage).
 Status RefuseUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> known);
 
-// Queue names: 1-64 of [A-Za-z0-9._-].
-bool ValidQueueName(const std::string& name);
-
 // A W3C traceparent: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids
 // not all zero.
 bool ValidTraceparent(const std::string& tp);
