@@ -67,20 +67,20 @@ void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const Buck
                                   ";t=" + std::to_string(d.reset_s));
 }
 
-// Authorizes and reads a submit request into the job to admit.
-Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
-  auto who = app.auth.Require(req, Scope::kSubmit);
-  if (!who.ok()) return who.error();
-  if (!who.value().tenant) {
-    return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
+// Reads a submit request of an authenticated caller into the job to admit: the
+// submit scope and a tenant, a queue name, a body, an Idempotency-Key if any.
+Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who, Micros now) {
+  if (!who.Has(Scope::kSubmit)) {
+    return MakeError(ErrorCode::kForbidden, "this token lacks the 'submit' scope");
   }
+  if (!who.tenant) return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
   if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
   auto job = ParseNewJob(body.value(), now);
   if (!job.ok()) return job.error();
   job.value().queue = req.matches[1];
-  job.value().tenant = *who.value().tenant;
+  job.value().tenant = *who.tenant;
   if (req.has_header("Idempotency-Key")) {
     std::string key = req.get_header_value("Idempotency-Key");
     if (Status st = CheckName(NameKind::kIdempotencyKey, key); !st.ok()) return st.error();
@@ -95,8 +95,10 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
 }
 
 // Logs and counts a refused submit (DESIGN.md: one line per rejection).
-void Rejected(App& app, const HttpRequest& req, const std::string& queue, const std::string& tenant,
-              const Error& e, const SubmitOutcome* o) {
+void Rejected(App& app, const HttpRequest& req, const std::string& path_queue,
+              const std::string& tenant, const Error& e, const SubmitOutcome* o) {
+  // The queue comes from the path and may be anything (even ill-formed UTF-8).
+  const std::string queue = SanitizeUtf8(path_queue);
   app.metrics.CountRejection(queue, tenant, ErrorCodeName(e.code));
   const std::string token = BearerToken(req);
   json fields = {{"request_id", req.request_id},
@@ -160,9 +162,13 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
 
 void Submit(App& app, const HttpRequest& req, Reply reply) {
   const Micros now = app.clock.Now();
-  auto job = ReadSubmit(app, req, now);
+  auto who = app.auth.Authenticate(req);
+  // Once the token is known, its tenant is named on the rejection line, whatever the
+  // rejection (scope, queue name, body).
+  const std::string caller_tenant = who.ok() ? who.value().tenant.value_or("") : "";
+  auto job = who.ok() ? ReadSubmit(req, who.value(), now) : Result<NewJob>(who.error());
   if (!job.ok()) {
-    Rejected(app, req, req.matches[1], "", job.error(), nullptr);
+    Rejected(app, req, req.matches[1], caller_tenant, job.error(), nullptr);
     return reply.Send(ErrorResponse(job.error()));
   }
   const std::string queue = job.value().queue;
