@@ -34,6 +34,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "unsupported_media_type";
     case ErrorCode::kStorageUnavailable:
       return "storage_unavailable";
+    case ErrorCode::kTooManyConnections:
+      return "too_many_connections";
     case ErrorCode::kInternal:
       return "internal";
   }

@@ -28,6 +28,7 @@ enum class ErrorCode {
   kDeadlineInvalid,       // a deadline that can never be met: past, <= 0, before not_before
   kUnsupportedMediaType,  // a Content-Encoding other than identity
   kStorageUnavailable,    // cannot make it durable: fail closed
+  kTooManyConnections,    // over --max-connections, or out of file descriptors
   kInternal,              // a bug
 };
 
@@ -39,7 +40,8 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
     ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
     ErrorCode::kDeadlineInvalid,     ErrorCode::kUnsupportedMediaType,
-    ErrorCode::kStorageUnavailable,  ErrorCode::kInternal};
+    ErrorCode::kStorageUnavailable,  ErrorCode::kTooManyConnections,
+    ErrorCode::kInternal};
 
 // The stable wire name of a code, e.g. "queue_full", and back.
 std::string_view ErrorCodeName(ErrorCode code);

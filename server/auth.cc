@@ -1,6 +1,7 @@
 #include "server/auth.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/crypto.h"
 #include "common/random.h"
@@ -30,12 +31,18 @@ Authenticator::Authenticator(Store& store, const std::string& admin_token) : sto
 }
 
 std::string BearerToken(const HttpRequest& req) {
-  const std::string header = req.get_header_value("Authorization");
-  static constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0) {
-    return "";
+  // RFC 9110 section 11.1: the scheme is case-insensitive; RFC 6750: "Bearer" 1*SP token.
+  std::string_view h = req.get_header_value_view("Authorization");
+  static constexpr std::string_view kBearer = "bearer";
+  if (h.size() <= kBearer.size() + 1) return "";
+  for (size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(h[i])) != kBearer[i]) return "";
   }
-  return header.substr(kBearer.size());
+  h.remove_prefix(kBearer.size());
+  if (h.front() != ' ') return "";
+  while (!h.empty() && h.front() == ' ') h.remove_prefix(1);
+  while (!h.empty() && (h.back() == ' ' || h.back() == '\t')) h.remove_suffix(1);
+  return std::string(h);
 }
 
 Result<Principal> Authenticator::Authenticate(const HttpRequest& req) const {

@@ -70,6 +70,8 @@ int HttpStatusFor(ErrorCode code) {
       return 429;
     case ErrorCode::kStorageUnavailable:
       return 503;
+    case ErrorCode::kTooManyConnections:
+      return 503;
     case ErrorCode::kInternal:
       return 500;
   }
@@ -87,7 +89,8 @@ void RenderError(HttpResponse& res, const Error& e) {
     body["retry_after"] = *e.retry_after_s;
     res.set_header("Retry-After", std::to_string(*e.retry_after_s));
   }
-  if (e.code == ErrorCode::kStorageUnavailable && !e.retry_after_s) {
+  if ((e.code == ErrorCode::kStorageUnavailable || e.code == ErrorCode::kTooManyConnections) &&
+      !e.retry_after_s) {
     body["retry_after"] = 1;
     res.set_header("Retry-After", "1");
   }
@@ -95,7 +98,8 @@ void RenderError(HttpResponse& res, const Error& e) {
     res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
   }
   res.status = status;
-  res.set_content(body.dump(), "application/problem+json");
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/problem+json");
 }
 
 HttpResponse ErrorResponse(const Error& e) {

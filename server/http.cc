@@ -22,7 +22,9 @@ Result<json> ParseJsonObject(const HttpRequest& req) {
 
 void RenderJson(HttpResponse& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Text from outside is checked at the edge; should any ill-formed UTF-8 slip through,
+  // it is replaced rather than thrown on while answering.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 Result<std::optional<int64_t>> IntField(const json& j, const char* name, int64_t min, int64_t max) {
@@ -159,7 +161,7 @@ void AppendString(std::string& out, std::string_view s) {
   const bool plain = std::all_of(
       s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
   if (!plain) {
-    out += json(std::string(s)).dump();
+    out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
     return;
   }
   out += '"';

@@ -5,7 +5,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 // clang-format on
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "common/random.h"
+#include "common/utf8.h"
+#include "server/request_reader.h"
 
 namespace sluice {
 
@@ -54,7 +58,7 @@ class Session : public std::enable_shared_from_this<Session> {
       HttpResponse res;
       try {
         fill(res);
-      } catch (const std::exception&) {
+      } catch (...) {
         res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
       }
       self->Write(std::move(res));
@@ -116,6 +120,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // A request could not be read: answer what can be answered, then close.
   void ReadFailed(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+        ec.category() != http::make_error_code(http::error::bad_target).category()) {
+      return Close();  // the peer went away, timed out, or we are stopping
+    }
     if (ec == http::error::body_limit) {
       return WriteError(MakeError(ErrorCode::kPayloadTooLarge,
                                   "the request body is larger than " +
@@ -124,17 +132,35 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::header_limit) {
       return WriteError(MakeError(ErrorCode::kBadRequest, "the request headers are too large"));
     }
-    if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
-        ec != http::error::end_of_stream && ec != http::error::partial_message) {
-      return WriteError(MakeError(ErrorCode::kBadRequest, "malformed HTTP request"));
-    }
-    Close();  // the peer went away, timed out, or we are stopping
+    return WriteError(MakeError(ErrorCode::kBadRequest, "malformed HTTP request: " + ec.message()));
   }
 
+  // Answers a request the transport refused (framing, limits) like any other: with a
+  // request id, an access-log line and a metrics sample, then closes the connection.
   void WriteError(const Error& e) {
     keep_alive_ = false;
     busy_ = true;
+    req_ = HttpRequest{};
+    if (parser_ && parser_->is_header_done()) {
+      const auto& msg = parser_->get();
+      req_.method = SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
+      std::string_view target(msg.target().data(), msg.target().size());
+      req_.path = SanitizeUtf8(target.substr(0, target.find('?')));
+      auto id = msg.find("X-Request-Id");
+      if (id != msg.end()) req_.headers.emplace_back("X-Request-Id", std::string(id->value()));
+    }
+    BeginRequest();
     Write(ErrorResponse(e));
+  }
+
+  // Starts the bookkeeping of one answered request (req_ filled as far as known).
+  void BeginRequest() {
+    req_.remote_addr = remote_addr_;
+    req_.request_id = RequestId(req_.get_header_value("X-Request-Id"));
+    started_ = std::chrono::steady_clock::now();
+    route_.clear();
+    head_ = req_.method == "HEAD";
+    in_request_ = true;
   }
 
   void Handle() {
@@ -143,45 +169,53 @@ class Session : public std::enable_shared_from_this<Session> {
     busy_ = true;
     work_.emplace(server_.io_.get_executor());  // Run() waits for this answer
     stream_.expires_never();
-
     req_ = HttpRequest{};
-    req_.method = std::string(msg.method_string());
-    std::string_view target(msg.target().data(), msg.target().size());
-    size_t q = target.find('?');
-    req_.path = std::string(target.substr(0, q));
-    if (q != std::string_view::npos) req_.params = ParseQuery(target.substr(q + 1));
-    req_.headers.reserve(8);
-    for (const auto& field : msg) {
-      req_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    Status read = ReadRequest(msg, req_);
+    BeginRequest();
+    // Nothing thrown on the I/O thread may escape into io_context::run() (it would end
+    // the process): anything before the hand-off to a handler is answered 500 here.
+    try {
+      if (!read.ok()) return Write(ErrorResponse(read.error()));
+      Route();
+    } catch (...) {
+      if (in_request_ && !handed_off_) {
+        Write(ErrorResponse(MakeError(ErrorCode::kInternal, "internal error")));
+      }
     }
-    req_.body = std::move(msg.body());
-    req_.remote_addr = remote_addr_;
-    req_.request_id = RequestId(req_.get_header_value("X-Request-Id"));
-    started_ = std::chrono::steady_clock::now();
-    route_.clear();
-    in_request_ = true;
+  }
 
+  void Route() {
+    handed_off_ = false;
     const Router::Route* route = nullptr;
     std::vector<std::string> captures;
-    switch (server_.router_.Find(req_.method, req_.path, &route, &captures)) {
+    std::vector<std::string> allowed;
+    switch (server_.router_.Find(req_.method, req_.path, &route, &captures, &allowed)) {
       case Router::Found::kNoPath:
         return Write(ErrorResponse(MakeError(ErrorCode::kNotFound, "no such resource")));
-      case Router::Found::kWrongMethod:
-        return Write(ErrorResponse(MakeError(ErrorCode::kMethodNotAllowed,
-                                             req_.method + " is not allowed on " + req_.path)));
+      case Router::Found::kWrongMethod: {
+        std::string allow;
+        for (const std::string& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+        HttpResponse res = ErrorResponse(MakeError(
+            ErrorCode::kMethodNotAllowed, QuoteForMessage(req_.method) + " is not allowed on " +
+                                              QuoteForMessage(req_.path) + "; allowed: " + allow));
+        res.set_header("Allow", allow);
+        return Write(std::move(res));
+      }
       case Router::Found::kRoute:
         break;
     }
+    if (Status ok = CheckCaptures(captures); !ok.ok()) return Write(ErrorResponse(ok.error()));
     route_ = route->pattern;
     req_.matches.reserve(captures.size() + 1);
     req_.matches.push_back(req_.path);
     for (auto& c : captures) req_.matches.push_back(std::move(c));
 
+    handed_off_ = true;
     if (route->async_handler) {
       if (route->long_poll) WatchPeer();
       try {
         route->async_handler(req_, Reply(shared_from_this()));
-      } catch (const std::exception&) {
+      } catch (...) {
         // The handler's Reply, if unanswered, answers 500 as it goes.
       }
       return;
@@ -190,7 +224,7 @@ class Session : public std::enable_shared_from_this<Session> {
       HttpResponse res;
       try {
         route->handler(self->req_, res);
-      } catch (const std::exception&) {
+      } catch (...) {
         res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
       }
       self->Send(std::move(res));
@@ -244,6 +278,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool close = !keep_alive_ || server_.stopping_;
     res_.keep_alive(!close);
     res_.prepare_payload();
+    if (head_) res_.body().clear();  // HEAD: GET's headers (Content-Length too), no body
     stream_.expires_after(server_.options_.io_timeout);
     http::async_write(stream_, res_,
                       [self = shared_from_this(), close](beast::error_code ec, size_t) {
@@ -296,6 +331,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool busy_ = false;  // between a request read and its response written
   std::atomic<bool> peer_gone_{false};
   bool in_request_ = false;  // a parsed request awaits its answer
+  bool handed_off_ = false;  // a handler has it (and answers through its Reply)
+  bool head_ = false;        // the request is a HEAD: answer without the body
   std::string route_;        // its route pattern ("" when none matched)
   std::chrono::steady_clock::time_point started_;
   const uint64_t id_;
@@ -343,11 +380,24 @@ HttpServer::HttpServer(boost::asio::io_context& io, HttpServerOptions options, R
       id_prefix_(RandomId("", 4)),
       io_(io),
       handlers_(static_cast<size_t>(std::max(1, options.handler_threads))),
-      acceptor_(io_) {}
+      acceptor_(io_),
+      accept_pause_(io_) {
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // The answer to a refused connection, rendered once through the one error map.
+  HttpResponse r;
+  on_error_(MakeError(ErrorCode::kTooManyConnections,
+                      "the server has too many open connections; retry shortly"),
+            r);
+  refusal_ = "HTTP/1.1 " + std::to_string(r.status) + " Service Unavailable\r\n";
+  for (const auto& [name, value] : r.headers) refusal_ += name + ": " + value + "\r\n";
+  refusal_ += "Content-Type: " + r.content_type + "\r\nContent-Length: " +
+              std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" + r.body;
+}
 
 HttpServer::~HttpServer() {
   Stop();
   handlers_.join();
+  if (spare_fd_ >= 0) ::close(spare_fd_);
 }
 
 Result<int> HttpServer::Listen(const std::string& host, int port) {
@@ -369,26 +419,68 @@ Result<int> HttpServer::Listen(const std::string& host, int port) {
 }
 
 void HttpServer::Accept() {
-  acceptor_.async_accept(boost::asio::make_strand(io_),
-                         [this](beast::error_code ec, tcp::socket socket) {
-                           if (stopping_ || !acceptor_.is_open()) return;
-                           if (!ec) {
-                             beast::error_code ignored;
-                             socket.set_option(tcp::no_delay(true), ignored);
-                             uint64_t id;
-                             {
-                               std::lock_guard lock(mu_);
-                               id = next_id_++;
-                             }
-                             auto session = std::make_shared<Session>(*this, std::move(socket), id);
-                             {
-                               std::lock_guard lock(mu_);
-                               live_.emplace(id, session);
-                             }
-                             session->Start();
-                           }
-                           Accept();
-                         });
+  acceptor_.async_accept(boost::asio::make_strand(io_), [this](beast::error_code ec,
+                                                               tcp::socket socket) {
+    if (stopping_ || !acceptor_.is_open()) return;
+    if (ec == boost::asio::error::no_descriptors ||
+        ec.value() == ENFILE || ec == boost::asio::error::no_buffer_space ||
+        ec == boost::asio::error::no_memory) {
+      return OnDescriptorsExhausted();
+    }
+    if (!ec) {
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::shared_ptr<Session> session;
+      {
+        std::lock_guard lock(mu_);
+        if (live_.size() < options_.max_connections) {
+          const uint64_t id = next_id_++;
+          session = std::make_shared<Session>(*this, std::move(socket), id);
+          live_.emplace(id, session);
+        }
+      }
+      if (session) {
+        session->Start();
+      } else {
+        Refuse(socket.release(ignored));
+      }
+    }
+    Accept();
+  });
+}
+
+void HttpServer::Refuse(int fd) {
+  if (fd < 0) return;
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  // Best effort and never blocking: a full socket buffer just loses the answer.
+  [[maybe_unused]] ssize_t n = ::send(fd, refusal_.data(), refusal_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
+void HttpServer::OnDescriptorsExhausted() {
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    spare_fd_ = -1;
+    int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) Refuse(fd);
+    spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return Accept();
+  }
+  // No spare to give up (another part of the process took it): look again shortly
+  // rather than spin on a backlog we cannot take.
+  accept_pause_.expires_after(std::chrono::milliseconds(50));
+  accept_pause_.async_wait([this](beast::error_code ec) {
+    if (!ec && !stopping_) {
+      spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      Accept();
+    }
+  });
+}
+
+size_t HttpServer::open_connections() const {
+  std::lock_guard lock(mu_);
+  return live_.size();
 }
 
 void HttpServer::Forget(uint64_t id) {
@@ -408,6 +500,7 @@ void HttpServer::Stop() {
   boost::asio::post(io_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
+    accept_pause_.cancel();
     std::vector<std::shared_ptr<Session>> sessions;
     {
       std::lock_guard lock(mu_);

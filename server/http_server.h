@@ -11,6 +11,9 @@
 //      malformed request) are answered through the `on_error` renderer, like any other.
 //   3. After Stop(): no new connections; idle ones close; a request in progress is
 //      answered, then its connection closes; Run() returns when all are gone.
+//   4. At most max_connections are open. One more, or one that cannot get a file
+//      descriptor, is answered `503` and closed without a read, so the accept loop never
+//      spins and open connections keep their service.
 // Thread-safe: Stop() may be called from any thread.
 #pragma once
 
@@ -35,6 +38,9 @@ struct HttpServerOptions {
   size_t max_header_bytes = 16 << 10;
   std::chrono::seconds keep_alive_timeout{5};  // idle time before a connection closes
   std::chrono::seconds io_timeout{60};         // longest read of one request or write
+  // Open connections served at once; a connection beyond it is answered 503 and closed
+  // at once, as is one that arrives when the process is out of file descriptors.
+  size_t max_connections = 4096;
 };
 
 // Hears of every answered request: the route pattern ("" when none matched), the
@@ -60,10 +66,19 @@ class HttpServer {
   void Run();
   void Stop();
 
+  size_t open_connections() const;
+  // Connections answered 503 and closed at once (over the cap, or out of descriptors).
+  uint64_t refused_connections() const { return refused_.load(std::memory_order_relaxed); }
+
  private:
   friend class Session;
   void Accept();
   void Forget(uint64_t id);
+  // Writes the canned 503 to a connection we will not serve, then closes it.
+  void Refuse(int fd);
+  // accept() failed for want of descriptors: gives up the spare one to accept and
+  // refuse the waiting connection, or waits a moment when there is no spare.
+  void OnDescriptorsExhausted();
 
   HttpServerOptions options_;
   Router router_;
@@ -75,7 +90,11 @@ class HttpServer {
   boost::asio::thread_pool handlers_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;
+  std::atomic<uint64_t> refused_{0};
+  std::string refusal_;  // the raw 503 a refused connection gets (built once)
+  int spare_fd_ = -1;  // a descriptor held back for OnDescriptorsExhausted (accept chain only)
+  boost::asio::steady_timer accept_pause_;
+  mutable std::mutex mu_;
   uint64_t next_id_ = 0;                                       // guarded by mu_
   std::unordered_map<uint64_t, std::weak_ptr<Session>> live_;  // guarded by mu_
 };

@@ -7,8 +7,12 @@
 #include <mutex>
 #include <thread>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "common/crypto.h"
 #include "common/time.h"
+#include "common/utf8.h"
 
 namespace sluice {
 namespace {
@@ -16,17 +20,26 @@ namespace {
 LogFormat format = LogFormat::kText;
 std::string instance;
 
-// logfmt value: bare when plain, else quoted with escapes.
+// logfmt value: bare when plain, else quoted with escapes. Control characters and
+// bytes that are not UTF-8 are written as \xNN, so a line is always valid UTF-8 text.
 std::string LogfmtText(std::string_view s) {
-  bool plain = !s.empty() && s.find_first_of(" \"=\\\n\t") == std::string_view::npos;
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return c > 0x20 && c < 0x7f && c != '"' && c != '=' && c != '\\';
+  });
   if (plain) return std::string(s);
+  const std::string text = IsValidUtf8(s) ? std::string(s) : SanitizeUtf8(s);
   std::string out = "\"";
-  for (char c : s) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
     } else if (c == '\n') {
       out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", u);
+      out += buf;
     } else {
       out += c;
     }
@@ -34,8 +47,13 @@ std::string LogfmtText(std::string_view s) {
   return out + "\"";
 }
 
+// JSON text that never throws: ill-formed UTF-8 in a string becomes U+FFFD.
+std::string SafeDump(const nlohmann::json& v) {
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string LogfmtValue(const nlohmann::json& v) {
-  return v.is_string() ? LogfmtText(v.get_ref<const std::string&>()) : LogfmtText(v.dump());
+  return v.is_string() ? LogfmtText(v.get_ref<const std::string&>()) : LogfmtText(SafeDump(v));
 }
 
 // Gathers formatted lines in memory and writes them to a file descriptor in large
@@ -118,12 +136,12 @@ void LogEvent(spdlog::level::level_enum level, std::string_view event,
                            {"event", event},
                            {"instance", instance}};
     for (const auto& [k, v] : fields.items()) line[k] = v;
-    spdlog::log(level, "{}", line.dump());
+    spdlog::log(level, "{}", SafeDump(line));
     return;
   }
   std::string line(event);
   line += " instance=" + instance;
-  for (const auto& [k, v] : fields.items()) line += " " + k + "=" + LogfmtValue(v);
+  for (const auto& [k, v] : fields.items()) line += " " + LogfmtText(k) + "=" + LogfmtValue(v);
   spdlog::log(level, "{}", line);
 }
 

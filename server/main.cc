@@ -6,7 +6,9 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
+#include <sys/resource.h>
 #include <thread>
 
 #include "common/random.h"
@@ -19,6 +21,7 @@
 #include "server/log.h"
 #include "server/maintenance.h"
 #include "server/metrics.h"
+#include "server/request_reader.h"
 #include "store/sqlite_store.h"
 
 namespace {
@@ -38,7 +41,24 @@ struct Flags {
   std::string log_format = "text";
   bool access_log = true;
   size_t metrics_max_tenants = 100;
+  int64_t max_connections = 0;  // 0: derived from the file-descriptor limit
 };
+
+// Raises the soft limit on open files to the hard one (as servers do) and returns it.
+int64_t RaiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return lim.rlim_cur == RLIM_INFINITY ? (int64_t{1} << 20) : static_cast<int64_t>(lim.rlim_cur);
+}
+
+// File descriptors kept for everything but connections: the database and its WAL,
+// the log, the listening socket, the spare descriptor of the accept loop, epoll...
+constexpr int64_t kReservedDescriptors = 64;
 
 std::string AdminTokenFromEnv() {
   if (const char* t = std::getenv("SLUICE_ADMIN_TOKEN"); t && *t) return t;
@@ -85,11 +105,24 @@ int main(int argc, char** argv) {
   cli.add_option("--metrics-max-tenants", flags.metrics_max_tenants,
                  "tenant label values per metric; the rest are counted as tenant=\"other\"")
       ->check(CLI::Range(1, 100000));
+  cli.add_option("--max-connections", flags.max_connections,
+                 "open connections served at once; more are answered 503 and closed "
+                 "(default: the open-file limit less 64, at most 10000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   CLI11_PARSE(cli, argc, argv);
   sluice::ConfigureLogging(
       flags.log_format == "json" ? sluice::LogFormat::kJson : sluice::LogFormat::kText,
       sluice::RandomId("", 6));
   sluice::Metrics metrics(flags.metrics_max_tenants);
+  const int64_t open_files = RaiseOpenFileLimit();
+  const int64_t derived_connections =
+      std::clamp<int64_t>(open_files - kReservedDescriptors, 16, 10000);
+  if (flags.max_connections > open_files - kReservedDescriptors) {
+    sluice::LogEvent(spdlog::level::warn, "max_connections_above_fd_limit",
+                     {{"max_connections", flags.max_connections},
+                      {"open_file_limit", open_files},
+                      {"detail", "connections beyond the descriptor limit are answered 503"}});
+  }
 
   size_t colon = flags.listen.rfind(':');
   if (colon == std::string::npos) {
@@ -175,12 +208,15 @@ int main(int argc, char** argv) {
   http_options.io_threads = flags.io_threads;
   http_options.handler_threads = flags.http_threads;
   http_options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
+  http_options.max_connections = static_cast<size_t>(
+      flags.max_connections > 0 ? flags.max_connections : derived_connections);
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
       [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },
       [&metrics, access_log = flags.access_log](
           const sluice::HttpRequest& req, const std::string& route, int status, double seconds) {
-        metrics.ObserveRequest(req.method, route.empty() ? "unmatched" : route, status, seconds);
+        metrics.ObserveRequest(sluice::MethodLabel(req.method), route.empty() ? "unmatched" : route,
+                               status, seconds);
         if (access_log) {
           sluice::LogRequest(req.request_id, req.method, req.path, status,
                              std::round(seconds * 1e6) / 1e3, req.remote_addr);
@@ -205,6 +241,7 @@ int main(int argc, char** argv) {
   sluice::LogEvent(spdlog::level::info, "listening",
                    {{"address", host + ":" + std::to_string(bound.value())},
                     {"db", flags.db},
+                    {"max_connections", http_options.max_connections},
                     {"synchronous", flags.synchronous}});
   if (!flags.port_file.empty()) {
     std::string tmp = flags.port_file + ".tmp";

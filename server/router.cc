@@ -6,6 +6,8 @@
 namespace sluice {
 namespace {
 
+const std::string kGet = "GET";
+
 std::vector<std::string_view> SplitPath(std::string_view path) {
   std::vector<std::string_view> out;
   if (path.empty() || path[0] != '/') return out;
@@ -61,10 +63,14 @@ bool HttpRequest::has_header(std::string_view name) const {
 }
 
 std::string HttpRequest::get_header_value(std::string_view name) const {
+  return std::string(get_header_value_view(name));
+}
+
+std::string_view HttpRequest::get_header_value_view(std::string_view name) const {
   for (const auto& [k, v] : headers) {
     if (EqualsNoCase(k, name)) return v;
   }
-  return "";
+  return {};
 }
 
 std::string HttpResponse::get_header_value(std::string_view name) const {
@@ -132,9 +138,12 @@ void Router::AddLongPoll(std::string method, const std::string& pattern, AsyncHa
 }
 
 Router::Found Router::Find(const std::string& method, const std::string& path, const Route** route,
-                           std::vector<std::string>* captures) const {
+                           std::vector<std::string>* captures,
+                           std::vector<std::string>* allowed) const {
   const std::vector<std::string_view> segments = SplitPath(path);
+  const std::string& wanted = method == "HEAD" ? kGet : method;
   bool path_known = false;
+  if (allowed) allowed->clear();
   for (const Route& r : routes_) {
     if (r.segments.size() != segments.size()) continue;
     captures->clear();
@@ -143,8 +152,12 @@ Router::Found Router::Find(const std::string& method, const std::string& path, c
       match = MatchSegment(r.segments[i], segments[i], captures);
     }
     if (!match) continue;
-    if (r.method != method) {
+    if (r.method != wanted) {
       path_known = true;
+      if (allowed) {
+        allowed->push_back(r.method);
+        if (r.method == kGet) allowed->push_back("HEAD");
+      }
       continue;
     }
     *route = &r;

@@ -59,9 +59,11 @@ class Router {
     bool long_poll = false;  // watch the peer while the answer waits
   };
   enum class Found { kRoute, kNoPath, kWrongMethod };
-  // The route for `method` and `path`, and its captures (percent-decoded).
+  // The route for `method` and `path`, and its captures (percent-decoded). HEAD finds
+  // the GET route (the server sends its headers without the body). On kWrongMethod,
+  // `allowed` (if given) gets the methods the path does allow, HEAD with GET.
   Found Find(const std::string& method, const std::string& path, const Route** route,
-             std::vector<std::string>* captures) const;
+             std::vector<std::string>* captures, std::vector<std::string>* allowed = nullptr) const;
 
  private:
   std::vector<Route> routes_;
