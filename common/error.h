@@ -32,16 +32,23 @@ enum class ErrorCode {
   kInternal,              // a bug
 };
 
-inline constexpr ErrorCode kAllErrorCodes[] = {
-    ErrorCode::kBadRequest,          ErrorCode::kUnauthorized,
-    ErrorCode::kForbidden,           ErrorCode::kNotFound,
-    ErrorCode::kMethodNotAllowed,    ErrorCode::kConflict,
-    ErrorCode::kLeaseLost,           ErrorCode::kPayloadTooLarge,
-    ErrorCode::kQueueFull,           ErrorCode::kDeadlineUnreachable,
-    ErrorCode::kCostExceedsCapacity, ErrorCode::kIdempotencyKeyReused,
-    ErrorCode::kDeadlineInvalid,     ErrorCode::kUnsupportedMediaType,
-    ErrorCode::kStorageUnavailable,  ErrorCode::kTooManyConnections,
-    ErrorCode::kInternal};
+inline constexpr ErrorCode kAllErrorCodes[] = {ErrorCode::kBadRequest,
+                                               ErrorCode::kUnauthorized,
+                                               ErrorCode::kForbidden,
+                                               ErrorCode::kNotFound,
+                                               ErrorCode::kMethodNotAllowed,
+                                               ErrorCode::kConflict,
+                                               ErrorCode::kLeaseLost,
+                                               ErrorCode::kPayloadTooLarge,
+                                               ErrorCode::kQueueFull,
+                                               ErrorCode::kDeadlineUnreachable,
+                                               ErrorCode::kCostExceedsCapacity,
+                                               ErrorCode::kIdempotencyKeyReused,
+                                               ErrorCode::kDeadlineInvalid,
+                                               ErrorCode::kUnsupportedMediaType,
+                                               ErrorCode::kStorageUnavailable,
+                                               ErrorCode::kTooManyConnections,
+                                               ErrorCode::kInternal};
 
 // The stable wire name of a code, e.g. "queue_full", and back.
 std::string_view ErrorCodeName(ErrorCode code);

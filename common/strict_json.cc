@@ -108,9 +108,8 @@ Result<json> ParseStrictJson(std::string_view text, int max_depth) {
   // nlohmann's lexer takes a NUL byte for the end of input, so "{}\0garbage" would
   // pass; no JSON text holds a raw NUL (in strings it must be escaped).
   if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    return MakeError(ErrorCode::kBadRequest,
-                     "the body is not valid JSON (byte " + std::to_string(nul + 1) +
-                         "): a raw NUL byte");
+    return MakeError(ErrorCode::kBadRequest, "the body is not valid JSON (byte " +
+                                                 std::to_string(nul + 1) + "): a raw NUL byte");
   }
   StrictBuilder builder(max_depth);
   const bool ok = json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json,

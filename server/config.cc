@@ -5,7 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/names.h"
+#include "common/strict_json.h"
+#include "common/utf8.h"
 #include "server/http.h"
+#include "server/request_readers.h"
 
 namespace sluice {
 
@@ -13,89 +17,92 @@ using nlohmann::json;
 
 namespace {
 
-bool AllOf(const std::string& s, size_t min, size_t max, const char* allowed) {
-  return s.size() >= min && s.size() <= max && s.find_first_not_of(allowed) == std::string::npos;
+Error Bad(const std::string& source, const std::string& why) {
+  return MakeError(ErrorCode::kBadRequest, "config " + source + ": " + why);
 }
 
 // {"id": "tok_ci", "sha256": "<hex of the whole token>", "scopes": [...], "tenant"?, "queues"?}
-Result<TokenRecord> TokenFromConfig(const json& t) {
-  const Error bad = MakeError(ErrorCode::kBadRequest,
-                              "config: each token needs 'id' (1-64 of A-Z a-z 0-9 _ -), "
-                              "'sha256' (64 lowercase hex of the whole token) and 'scopes'");
+Result<TokenRecord> TokenFromConfig(const json& t, const std::string& source, size_t index) {
+  const std::string where = "token [" + std::to_string(index) + "]";
+  const Error bad = Bad(source, where +
+                                    " needs 'id' (a token id: 1-64 of A-Z a-z 0-9 _ -), "
+                                    "'sha256' (64 lowercase hex of the whole token) and 'scopes'");
   if (!t.is_object()) return bad;
-  TokenRecord r;
+  if (Status st = RefuseUnknownFields(t, {"id", "sha256", "scopes", "tenant", "queues"});
+      !st.ok()) {
+    return Bad(source, where + ": " + st.error().detail);
+  }
   if (!t.contains("id") || !t["id"].is_string() || !t.contains("sha256") ||
       !t["sha256"].is_string() || !t.contains("scopes") || !t["scopes"].is_array()) {
     return bad;
   }
-  r.id = t["id"];
-  r.secret_hash = t["sha256"];
-  if (!AllOf(r.id, 1, 64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ||
-      !AllOf(r.secret_hash, 64, 64, "0123456789abcdef")) {
+  if (Status st = CheckName(NameKind::kTokenId, t["id"].get_ref<const std::string&>()); !st.ok()) {
+    return Bad(source, where + ": " + st.error().detail);
+  }
+  // Token creation reads scopes, tenant and queues the same way from the API.
+  json request = json::object();
+  for (const char* k : {"scopes", "tenant", "queues"}) {
+    if (t.contains(k)) request[k] = t[k];
+  }
+  auto r = ReadTokenRequest(request);
+  if (!r.ok())
+    return Bad(source,
+               "token " + QuoteForMessage(t["id"].get<std::string>()) + ": " + r.error().detail);
+  r.value().id = t["id"];
+  r.value().secret_hash = t["sha256"];
+  const std::string& hash = r.value().secret_hash;
+  if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return bad;
-  }
-  for (const json& s : t["scopes"]) {
-    auto scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
-    if (!scope)
-      return MakeError(ErrorCode::kBadRequest, "config: token '" + r.id + "': unknown scope");
-    r.scopes.push_back(*scope);
-  }
-  if (auto tenant = t.find("tenant"); tenant != t.end() && !tenant->is_null()) {
-    if (!tenant->is_string() || tenant->get<std::string>().empty()) return bad;
-    r.tenant = tenant->get<std::string>();
-  }
-  if (auto qs = t.find("queues"); qs != t.end() && !qs->is_null()) {
-    if (!qs->is_array()) return bad;
-    r.queues = std::vector<std::string>{};
-    for (const json& q : *qs) {
-      if (!q.is_string() || !ValidQueueName(q.get<std::string>())) return bad;
-      r.queues->push_back(q.get<std::string>());
-    }
-  }
-  if (std::find(r.scopes.begin(), r.scopes.end(), Scope::kSubmit) != r.scopes.end() && !r.tenant) {
-    return MakeError(ErrorCode::kBadRequest,
-                     "config: token '" + r.id + "' has the submit scope and needs a 'tenant'");
   }
   return r;
 }
 
 }  // namespace
 
-Result<Config> LoadConfig(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return MakeError(ErrorCode::kBadRequest, "cannot read config file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return MakeError(ErrorCode::kBadRequest, "config file " + path + " is not a JSON object");
+Result<Config> ParseConfig(std::string_view text, const std::string& source) {
+  auto parsed = ParseStrictJson(text);
+  if (!parsed.ok()) return Bad(source, parsed.error().detail);
+  const json& j = parsed.value();
+  if (!j.is_object()) return Bad(source, "the file must hold a JSON object");
+  if (Status st = RefuseUnknownFields(j, {"queues", "tokens"}); !st.ok()) {
+    return Bad(source, st.error().detail);
   }
   Config c;
   if (auto qs = j.find("queues"); qs != j.end()) {
-    if (!qs->is_object())
-      return MakeError(ErrorCode::kBadRequest, "config: 'queues' must be an object");
+    if (!qs->is_object()) return Bad(source, "'queues' must be an object of name -> policy");
     for (auto& [name, policy_json] : qs->items()) {
-      if (!ValidQueueName(name)) {
-        return MakeError(ErrorCode::kBadRequest, "config: invalid queue name '" + name + "'");
+      if (Status st = CheckName(NameKind::kQueue, name); !st.ok()) {
+        return Bad(source, st.error().detail);
       }
-      auto policy = PolicyFromJson(policy_json);
+      auto policy = ReadPolicy(policy_json);
       if (!policy.ok()) {
-        return MakeError(ErrorCode::kBadRequest,
-                         "config: queue '" + name + "': " + policy.error().detail);
+        return Bad(source, "queue " + QuoteForMessage(name) + ": " + policy.error().detail);
       }
       c.queues[name] = policy.value();
     }
   }
   if (auto ts = j.find("tokens"); ts != j.end()) {
-    if (!ts->is_array())
-      return MakeError(ErrorCode::kBadRequest, "config: 'tokens' must be an array");
-    for (const json& t : *ts) {
-      auto token = TokenFromConfig(t);
+    if (!ts->is_array()) return Bad(source, "'tokens' must be an array");
+    for (size_t i = 0; i < ts->size(); ++i) {
+      auto token = TokenFromConfig((*ts)[i], source, i);
       if (!token.ok()) return token.error();
-      c.tokens.push_back(token.value());
+      for (const TokenRecord& earlier : c.tokens) {
+        if (earlier.id == token.value().id) {
+          return Bad(source, "token " + QuoteForMessage(earlier.id) + " is declared twice");
+        }
+      }
+      c.tokens.push_back(std::move(token.value()));
     }
   }
   return c;
+}
+
+Result<Config> LoadConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return MakeError(ErrorCode::kBadRequest, "cannot read config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfig(text.str(), path);
 }
 
 Result<int> ApplyConfig(const Config& config, Store& store, Micros now) {

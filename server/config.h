@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -20,6 +21,15 @@ struct Config {
   std::vector<TokenRecord> tokens;
 };
 
+// The file's text, read strictly (common/strict_json.h): {"queues": {name: policy},
+// "tokens": [{"id", "sha256", "scopes", "tenant"?, "queues"?}]}. Names follow
+// common/names.h, a policy reads as on PUT (server/request_readers.h), a token's
+// scopes, tenant and queues as on token creation; unknown fields, at the top and in a
+// token, are refused, and so is a token id declared twice. Errors are kBadRequest
+// whose detail starts with "config <source>: ". Pure; no I/O.
+Result<Config> ParseConfig(std::string_view text, const std::string& source);
+
+// Reads the file at `path` and parses it (ParseConfig).
 Result<Config> LoadConfig(const std::string& path);
 
 // Creates or updates the declared queues, creates the declared tokens. Returns how

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/strict_json.h"
+#include "common/utf8.h"
 #include "shaper/policy.h"
 
 namespace sluice {
@@ -30,15 +31,21 @@ void RenderJson(HttpResponse& res, int status, const json& body) {
 Result<std::optional<int64_t>> IntField(const json& j, const char* name, int64_t min, int64_t max) {
   auto it = j.find(name);
   if (it == j.end() || it->is_null()) return std::optional<int64_t>();
-  if (!it->is_number_integer()) {
-    return MakeError(ErrorCode::kBadRequest, std::string("'") + name + "' must be an integer");
+  const Error out_of_range =
+      MakeError(ErrorCode::kBadRequest, std::string("'") + name + "' must be an integer from " +
+                                            std::to_string(min) + " to " + std::to_string(max));
+  int64_t v;
+  if (it->is_number_unsigned()) {
+    // Non-negative integers arrive unsigned, up to 2^64-1: compare before narrowing.
+    const uint64_t u = it->get<uint64_t>();
+    if (max < 0 || u > static_cast<uint64_t>(max)) return out_of_range;
+    v = static_cast<int64_t>(u);
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+  } else {
+    return out_of_range;  // a float (even 1.0), a string, ...
   }
-  int64_t v = it->get<int64_t>();
-  if (v < min || v > max) {
-    return MakeError(ErrorCode::kBadRequest, std::string("'") + name + "' must be between " +
-                                                 std::to_string(min) + " and " +
-                                                 std::to_string(max));
-  }
+  if (v < min || v > max) return out_of_range;
   return std::optional<int64_t>(v);
 }
 
@@ -54,6 +61,21 @@ Result<std::optional<std::string>> StringField(const json& j, const char* name, 
                      std::string("'") + name + "' is longer than " + std::to_string(max_len));
   }
   return std::optional<std::string>(v);
+}
+
+Result<std::optional<std::string>> NameField(const json& j, const char* name, NameKind kind) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return std::optional<std::string>();
+  if (!it->is_string()) {
+    return MakeError(ErrorCode::kBadRequest, std::string("'") + name + "' must be a string");
+  }
+  std::string v = it->get<std::string>();
+  Status valid = CheckName(kind, v);
+  if (!valid.ok()) {
+    return MakeError(ErrorCode::kBadRequest,
+                     std::string("'") + name + "': " + valid.error().detail);
+  }
+  return std::optional<std::string>(std::move(v));
 }
 
 Result<std::optional<Micros>> TimeField(const json& j, const char* name) {
@@ -78,14 +100,15 @@ Result<std::optional<bool>> BoolField(const json& j, const char* name) {
   return std::optional<bool>(it->get<bool>());
 }
 
-bool ValidQueueName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if (!ok) return false;
+Status RefuseUnknownFields(const json& j, std::initializer_list<std::string_view> known) {
+  if (!j.is_object()) return Ok{};
+  for (const auto& [key, value] : j.items()) {
+    (void)value;
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return MakeError(ErrorCode::kBadRequest, "unknown field " + QuoteForMessage(key));
+    }
   }
-  return true;
+  return Ok{};
 }
 
 bool ValidTraceparent(const std::string& tp) {

@@ -2,11 +2,14 @@
 // jobs and queues. Stateless; thread-safe.
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
+#include "common/names.h"
 #include "server/http_types.h"
 #include "store/store.h"
 
@@ -18,16 +21,23 @@ Result<nlohmann::json> ParseJsonObject(const HttpRequest& req);
 
 void RenderJson(HttpResponse& res, int status, const nlohmann::json& body);
 
-// Typed field readers: missing → nullopt; wrong type → 400 naming the field.
+// Typed field readers: missing or null → nullopt; anything else that is not a value
+// of the field → 400 naming the field (and its range or grammar).
+// An integer field takes a JSON integer in [min, max]: no fraction or exponent (1.5,
+// 1.0 and 1e3 are refused alike), nothing beyond the range (no wrap-around).
 Result<std::optional<int64_t>> IntField(const nlohmann::json& j, const char* name, int64_t min,
                                         int64_t max);
 Result<std::optional<std::string>> StringField(const nlohmann::json& j, const char* name,
                                                size_t max_len);
+// A string that must be a name of `kind` (common/names.h).
+Result<std::optional<std::string>> NameField(const nlohmann::json& j, const char* name,
+                                             NameKind kind);
 Result<std::optional<Micros>> TimeField(const nlohmann::json& j, const char* name);
 Result<std::optional<bool>> BoolField(const nlohmann::json& j, const char* name);
 
-// Queue names: 1-64 of [A-Za-z0-9._-].
-bool ValidQueueName(const std::string& name);
+// Ok when every key of the object `j` is in `known`; else 400 "unknown field 'x'"
+// (the first one, quoted with QuoteForMessage).
+Status RefuseUnknownFields(const nlohmann::json& j, std::initializer_list<std::string_view> known);
 
 // A W3C traceparent: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>", ids
 // not all zero.

@@ -19,6 +19,7 @@
 
 #include "common/random.h"
 #include "common/utf8.h"
+#include "server/log.h"
 #include "server/request_reader.h"
 
 namespace sluice {
@@ -26,6 +27,24 @@ namespace sluice {
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
+
+namespace {
+
+// Logs the exception being handled (call only inside a catch block): a bug, since
+// errors travel as values; the request is answered 500 by the caller.
+void LogCaughtException(std::string_view request_id, std::string_view where) {
+  std::string what = "not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  LogEvent(spdlog::level::err, "internal_error",
+           {{"request_id", request_id}, {"where", where}, {"detail", what}});
+}
+
+}  // namespace
 
 // One keep-alive connection. Every member is touched only on the connection's strand,
 // except where a method says "any thread".
@@ -59,6 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
       try {
         fill(res);
       } catch (...) {
+        LogCaughtException(self->req_.request_id, "rendering a completion");
         res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
       }
       self->Write(std::move(res));
@@ -143,7 +163,8 @@ class Session : public std::enable_shared_from_this<Session> {
     req_ = HttpRequest{};
     if (parser_ && parser_->is_header_done()) {
       const auto& msg = parser_->get();
-      req_.method = SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
+      req_.method =
+          SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
       std::string_view target(msg.target().data(), msg.target().size());
       req_.path = SanitizeUtf8(target.substr(0, target.find('?')));
       auto id = msg.find("X-Request-Id");
@@ -178,6 +199,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!read.ok()) return Write(ErrorResponse(read.error()));
       Route();
     } catch (...) {
+      LogCaughtException(req_.request_id, "routing");
       if (in_request_ && !handed_off_) {
         Write(ErrorResponse(MakeError(ErrorCode::kInternal, "internal error")));
       }
@@ -217,6 +239,7 @@ class Session : public std::enable_shared_from_this<Session> {
         route->async_handler(req_, Reply(shared_from_this()));
       } catch (...) {
         // The handler's Reply, if unanswered, answers 500 as it goes.
+        LogCaughtException(req_.request_id, route_);
       }
       return;
     }
@@ -225,6 +248,7 @@ class Session : public std::enable_shared_from_this<Session> {
       try {
         route->handler(self->req_, res);
       } catch (...) {
+        LogCaughtException(self->req_.request_id, route->pattern);
         res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
       }
       self->Send(std::move(res));
@@ -390,8 +414,9 @@ HttpServer::HttpServer(boost::asio::io_context& io, HttpServerOptions options, R
             r);
   refusal_ = "HTTP/1.1 " + std::to_string(r.status) + " Service Unavailable\r\n";
   for (const auto& [name, value] : r.headers) refusal_ += name + ": " + value + "\r\n";
-  refusal_ += "Content-Type: " + r.content_type + "\r\nContent-Length: " +
-              std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" + r.body;
+  refusal_ += "Content-Type: " + r.content_type +
+              "\r\nContent-Length: " + std::to_string(r.body.size()) +
+              "\r\nConnection: close\r\n\r\n" + r.body;
 }
 
 HttpServer::~HttpServer() {
@@ -419,41 +444,41 @@ Result<int> HttpServer::Listen(const std::string& host, int port) {
 }
 
 void HttpServer::Accept() {
-  acceptor_.async_accept(boost::asio::make_strand(io_), [this](beast::error_code ec,
-                                                               tcp::socket socket) {
-    if (stopping_ || !acceptor_.is_open()) return;
-    if (ec == boost::asio::error::no_descriptors ||
-        ec.value() == ENFILE || ec == boost::asio::error::no_buffer_space ||
-        ec == boost::asio::error::no_memory) {
-      return OnDescriptorsExhausted();
-    }
-    if (!ec) {
-      beast::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      std::shared_ptr<Session> session;
-      {
-        std::lock_guard lock(mu_);
-        if (live_.size() < options_.max_connections) {
-          const uint64_t id = next_id_++;
-          session = std::make_shared<Session>(*this, std::move(socket), id);
-          live_.emplace(id, session);
+  acceptor_.async_accept(
+      boost::asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+        if (stopping_ || !acceptor_.is_open()) return;
+        if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
+            ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
+          return OnDescriptorsExhausted();
         }
-      }
-      if (session) {
-        session->Start();
-      } else {
-        Refuse(socket.release(ignored));
-      }
-    }
-    Accept();
-  });
+        if (!ec) {
+          beast::error_code ignored;
+          socket.set_option(tcp::no_delay(true), ignored);
+          std::shared_ptr<Session> session;
+          {
+            std::lock_guard lock(mu_);
+            if (live_.size() < options_.max_connections) {
+              const uint64_t id = next_id_++;
+              session = std::make_shared<Session>(*this, std::move(socket), id);
+              live_.emplace(id, session);
+            }
+          }
+          if (session) {
+            session->Start();
+          } else {
+            Refuse(socket.release(ignored));
+          }
+        }
+        Accept();
+      });
 }
 
 void HttpServer::Refuse(int fd) {
   if (fd < 0) return;
   refused_.fetch_add(1, std::memory_order_relaxed);
   // Best effort and never blocking: a full socket buffer just loses the answer.
-  [[maybe_unused]] ssize_t n = ::send(fd, refusal_.data(), refusal_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  [[maybe_unused]] ssize_t n =
+      ::send(fd, refusal_.data(), refusal_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
 }

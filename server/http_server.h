@@ -92,7 +92,7 @@ class HttpServer {
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> refused_{0};
   std::string refusal_;  // the raw 503 a refused connection gets (built once)
-  int spare_fd_ = -1;  // a descriptor held back for OnDescriptorsExhausted (accept chain only)
+  int spare_fd_ = -1;    // a descriptor held back for OnDescriptorsExhausted (accept chain only)
   boost::asio::steady_timer accept_pause_;
   mutable std::mutex mu_;
   uint64_t next_id_ = 0;                                       // guarded by mu_

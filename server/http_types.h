@@ -25,7 +25,7 @@ struct HttpRequest {
 
   // Header names compare case-insensitively; the first value wins.
   bool has_header(std::string_view name) const;
-  std::string get_header_value(std::string_view name) const;  // "" when absent
+  std::string get_header_value(std::string_view name) const;            // "" when absent
   std::string_view get_header_value_view(std::string_view name) const;  // valid while *this is
   bool has_param(const std::string& name) const { return params.count(name) > 0; }
   std::string get_param_value(const std::string& name) const;  // "" when absent

@@ -3,12 +3,11 @@
 #include <spdlog/sinks/base_sink.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
-
-#include <algorithm>
-#include <cstdio>
 
 #include "common/crypto.h"
 #include "common/time.h"

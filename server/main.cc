@@ -1,14 +1,14 @@
 // sluiced: the sluice server. Wires the store, the dispatcher and the HTTP routes,
 // and drains gracefully on SIGINT/SIGTERM.
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
-#include <sys/resource.h>
 #include <thread>
 
 #include "common/random.h"
@@ -208,8 +208,8 @@ int main(int argc, char** argv) {
   http_options.io_threads = flags.io_threads;
   http_options.handler_threads = flags.http_threads;
   http_options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
-  http_options.max_connections = static_cast<size_t>(
-      flags.max_connections > 0 ? flags.max_connections : derived_connections);
+  http_options.max_connections =
+      static_cast<size_t>(flags.max_connections > 0 ? flags.max_connections : derived_connections);
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
       [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },

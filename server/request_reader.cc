@@ -45,7 +45,8 @@ Status Bad(std::string detail) { return MakeError(ErrorCode::kBadRequest, std::m
 }  // namespace
 
 Status ReadRequest(BeastRequest& msg, HttpRequest& out) {
-  out.method = SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
+  out.method =
+      SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
   const std::string_view target(msg.target().data(), msg.target().size());
   out.headers.clear();
   out.headers.reserve(8);
@@ -77,9 +78,9 @@ Status ReadRequest(BeastRequest& msg, HttpRequest& out) {
     while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     if (!v.empty() && !EqualsNoCase(v, "identity")) {
-      return MakeError(ErrorCode::kUnsupportedMediaType,
-                       "Content-Encoding " + QuoteForMessage(v) +
-                           " is not supported: send the body unencoded");
+      return MakeError(
+          ErrorCode::kUnsupportedMediaType,
+          "Content-Encoding " + QuoteForMessage(v) + " is not supported: send the body unencoded");
     }
   }
   if (q != std::string_view::npos) {

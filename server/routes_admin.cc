@@ -1,12 +1,14 @@
 // Admin API: queues (policy, stats, tenants, pause/resume) and tokens.
 #include <nlohmann/json.hpp>
 
+#include "common/names.h"
 #include "common/time.h"
 #include "server/admin_page.h"
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/request_readers.h"
 
 namespace sluice {
 namespace {
@@ -24,13 +26,10 @@ void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   const std::string name = req.matches[1];
-  if (!ValidQueueName(name)) {
-    return RenderError(res, MakeError(ErrorCode::kBadRequest,
-                                      "queue names are 1-64 characters of A-Z a-z 0-9 . _ -"));
-  }
+  if (Status st = CheckName(NameKind::kQueue, name); !st.ok()) return RenderError(res, st.error());
   auto body = ParseJsonObject(req);
   if (!body.ok()) return RenderError(res, body.error());
-  auto policy = PolicyFromJson(body.value());
+  auto policy = ReadPolicy(body.value());
   if (!policy.ok()) return RenderError(res, policy.error());
   auto q = app.store.PutQueue(name, policy.value(), app.clock.Now());
   if (!q.ok()) return RenderError(res, q.error());
@@ -48,6 +47,9 @@ void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
 void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
+    return RenderError(res, st.error());
+  }
   auto q = app.store.GetQueue(req.matches[1]);
   if (!q.ok()) return RenderError(res, q.error());
   RenderJson(res, 200, QueueJson(app, q.value()));
@@ -66,6 +68,9 @@ void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
 void ListTenants(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
+    return RenderError(res, st.error());
+  }
   auto buckets = app.store.ListBuckets(req.matches[1]);
   if (!buckets.ok()) return RenderError(res, buckets.error());
   const Micros now = app.clock.Now();
@@ -92,6 +97,9 @@ void ListTenants(App& app, const HttpRequest& req, HttpResponse& res) {
 void SetPaused(App& app, const HttpRequest& req, HttpResponse& res, bool paused) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
+    return RenderError(res, st.error());
+  }
   auto st = app.store.SetPaused(req.matches[1], paused, app.clock.Now());
   if (!st.ok()) return RenderError(res, st.error());
   app.dispatcher.Notify();
@@ -105,48 +113,9 @@ void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!who.ok()) return RenderError(res, who.error());
   auto body = ParseJsonObject(req);
   if (!body.ok()) return RenderError(res, body.error());
-  const json& b = body.value();
-
-  TokenRecord rec;
-  auto scopes = b.find("scopes");
-  if (scopes == b.end() || !scopes->is_array() || scopes->empty()) {
-    return RenderError(res, MakeError(ErrorCode::kBadRequest,
-                                      "'scopes' must be a non-empty array of submit, work, admin"));
-  }
-  for (const json& s : *scopes) {
-    std::optional<Scope> scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
-    if (!scope) {
-      return RenderError(res, MakeError(ErrorCode::kBadRequest, "unknown scope " + s.dump() +
-                                                                    ": use submit, work or admin"));
-    }
-    rec.scopes.push_back(*scope);
-  }
-  auto tenant = StringField(b, "tenant", 128);
-  if (!tenant.ok()) return RenderError(res, tenant.error());
-  if (tenant.value() && tenant.value()->empty()) {
-    return RenderError(res, MakeError(ErrorCode::kBadRequest, "'tenant' must not be empty"));
-  }
-  rec.tenant = tenant.value();
-  bool wants_submit =
-      std::find(rec.scopes.begin(), rec.scopes.end(), Scope::kSubmit) != rec.scopes.end();
-  if (wants_submit && !rec.tenant) {
-    return RenderError(
-        res, MakeError(ErrorCode::kBadRequest, "a token with the submit scope needs a 'tenant'"));
-  }
-  if (auto q = b.find("queues"); q != b.end() && !q->is_null()) {
-    if (!q->is_array()) {
-      return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queues' must be an array"));
-    }
-    std::vector<std::string> names;
-    for (const json& n : *q) {
-      if (!n.is_string() || !ValidQueueName(n.get<std::string>())) {
-        return RenderError(res,
-                           MakeError(ErrorCode::kBadRequest, "'queues' must hold queue names"));
-      }
-      names.push_back(n.get<std::string>());
-    }
-    rec.queues = names;
-  }
+  auto read = ReadTokenRequest(body.value());
+  if (!read.ok()) return RenderError(res, read.error());
+  TokenRecord rec = std::move(read.value());
   MintedToken minted = MintToken();
   rec.id = minted.id;
   rec.secret_hash = minted.secret_hash;
@@ -168,9 +137,12 @@ void CreateToken(App& app, const HttpRequest& req, HttpResponse& res) {
 void Simulate(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
+    return RenderError(res, st.error());
+  }
   auto body = ParseJsonObject(req);
   if (!body.ok()) return RenderError(res, body.error());
-  auto proposed = PolicyFromJson(body.value());
+  auto proposed = ReadPolicy(body.value());
   if (!proposed.ok()) return RenderError(res, proposed.error());
   auto current = app.store.GetQueue(req.matches[1]);
   if (!current.ok()) return RenderError(res, current.error());
@@ -220,6 +192,9 @@ void DeleteQueue(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
   const std::string name = req.matches[1];
+  if (Status valid = CheckName(NameKind::kQueue, name); !valid.ok()) {
+    return RenderError(res, valid.error());
+  }
   auto st = app.store.DeleteQueue(name);
   if (!st.ok()) return RenderError(res, st.error());
   LogEvent(spdlog::level::info, "queue_deleted",
@@ -240,6 +215,7 @@ void ListTokens(App& app, const HttpRequest& req, HttpResponse& res) {
 void RevokeToken(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckTokenIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto t = app.store.RevokeToken(req.matches[1], app.clock.Now());
   if (!t.ok()) return RenderError(res, t.error());
   LogEvent(spdlog::level::info, "token_revoked",
@@ -270,6 +246,7 @@ void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
 void RetryJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = app.auth.Require(req, Scope::kAdmin);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckJobIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto job = app.store.Retry(req.matches[1], app.clock.Now());
   if (!job.ok()) return RenderError(res, job.error());
   app.dispatcher.Notify();

@@ -2,10 +2,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/names.h"
+#include "common/utf8.h"
 #include "server/app.h"
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/request_readers.h"
 #include "shaper/admission.h"
 
 namespace sluice {
@@ -25,7 +28,18 @@ Result<NewJob> ParseNewJob(const json& body, Micros now) {
 
   auto deadline = TimeField(body, "deadline");
   if (!deadline.ok()) return deadline.error();
-  auto deadline_in = IntField(body, "deadline_in_ms", 0, kMaxMs);
+  // A relative deadline of zero or less can never be met. (Whether an absolute one is
+  // already past, or not after not_before, Admit decides against the `now` of the
+  // decision, after an idempotent replay has had its chance.)
+  if (auto it = body.find("deadline_in_ms"); it != body.end() && it->is_number_integer()) {
+    const bool positive =
+        it->is_number_unsigned() ? it->get<uint64_t>() > 0 : it->get<int64_t>() > 0;
+    if (!positive) {
+      return MakeError(ErrorCode::kDeadlineInvalid,
+                       "'deadline_in_ms' must be positive: a job must start before its deadline");
+    }
+  }
+  auto deadline_in = IntField(body, "deadline_in_ms", 1, kMaxMs);
   if (!deadline_in.ok()) return deadline_in.error();
   if (deadline.value() && deadline_in.value()) {
     return MakeError(ErrorCode::kBadRequest, "give 'deadline' or 'deadline_in_ms', not both");
@@ -64,24 +78,23 @@ void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const Buck
                                   ";t=" + std::to_string(d.reset_s));
 }
 
-// Authorizes and reads a submit request into the job to admit.
-Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
-  auto who = app.auth.Require(req, Scope::kSubmit);
-  if (!who.ok()) return who.error();
-  if (!who.value().tenant) {
-    return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
+// Reads a submit request of an authenticated caller into the job to admit: the
+// submit scope and a tenant, a queue name, a body, an Idempotency-Key if any.
+Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who, Micros now) {
+  if (!who.Has(Scope::kSubmit)) {
+    return MakeError(ErrorCode::kForbidden, "this token lacks the 'submit' scope");
   }
+  if (!who.tenant) return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
+  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
   auto job = ParseNewJob(body.value(), now);
   if (!job.ok()) return job.error();
   job.value().queue = req.matches[1];
-  job.value().tenant = *who.value().tenant;
+  job.value().tenant = *who.tenant;
   if (req.has_header("Idempotency-Key")) {
     std::string key = req.get_header_value("Idempotency-Key");
-    if (key.empty() || key.size() > 255) {
-      return MakeError(ErrorCode::kBadRequest, "Idempotency-Key must be 1 to 255 characters");
-    }
+    if (Status st = CheckName(NameKind::kIdempotencyKey, key); !st.ok()) return st.error();
     job.value().idempotency_key = key;
     job.value().body_hash = Sha256Hex(req.body);
   }
@@ -93,8 +106,10 @@ Result<NewJob> ReadSubmit(App& app, const HttpRequest& req, Micros now) {
 }
 
 // Logs and counts a refused submit (DESIGN.md: one line per rejection).
-void Rejected(App& app, const HttpRequest& req, const std::string& queue, const std::string& tenant,
-              const Error& e, const SubmitOutcome* o) {
+void Rejected(App& app, const HttpRequest& req, const std::string& path_queue,
+              const std::string& tenant, const Error& e, const SubmitOutcome* o) {
+  // The queue comes from the path and may be anything (even ill-formed UTF-8).
+  const std::string queue = SanitizeUtf8(path_queue);
   app.metrics.CountRejection(queue, tenant, ErrorCodeName(e.code));
   const std::string token = BearerToken(req);
   json fields = {{"request_id", req.request_id},
@@ -138,13 +153,31 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
     case AdmissionOutcome::kDeadlineUnreachable: {
       Error e = MakeError(ErrorCode::kDeadlineUnreachable,
                           "the job would start at " + FormatRfc3339(o.decision.estimated_start) +
-                              ", after its deadline");
+                              ", not before its deadline " + FormatRfc3339(o.decision.deadline));
+      // When a job with the same relative deadline would fit (docs/shaping.md).
+      e.retry_after_s = o.decision.retry_after_s;
       Rejected(app, req, queue, tenant, e, &o);
       RenderError(res, e);
       json b = json::parse(res.body);
       b["estimated_start"] = FormatRfc3339(o.decision.estimated_start);
       res.set_content(b.dump(), "application/problem+json");
       return;
+    }
+    case AdmissionOutcome::kDeadlinePassed: {
+      Error e = MakeError(ErrorCode::kDeadlineInvalid,
+                          "the job's deadline " + FormatRfc3339(o.decision.deadline) +
+                              " is not in the future: it could only expire");
+      Rejected(app, req, queue, tenant, e, &o);
+      return RenderError(res, e);
+    }
+    case AdmissionOutcome::kNotBeforeAfterDeadline: {
+      Error e = MakeError(ErrorCode::kDeadlineInvalid,
+                          "'not_before' is not before the job's deadline " +
+                              FormatRfc3339(o.decision.deadline) +
+                              " (its own, or the queue's default_deadline_ms from now): it could "
+                              "only expire");
+      Rejected(app, req, queue, tenant, e, &o);
+      return RenderError(res, e);
     }
     case AdmissionOutcome::kCostOverCapacity: {
       Error e = MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
@@ -158,9 +191,13 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
 
 void Submit(App& app, const HttpRequest& req, Reply reply) {
   const Micros now = app.clock.Now();
-  auto job = ReadSubmit(app, req, now);
+  auto who = app.auth.Authenticate(req);
+  // Once the token is known, its tenant is named on the rejection line, whatever the
+  // rejection (scope, queue name, body).
+  const std::string caller_tenant = who.ok() ? who.value().tenant.value_or("") : "";
+  auto job = who.ok() ? ReadSubmit(req, who.value(), now) : Result<NewJob>(who.error());
   if (!job.ok()) {
-    Rejected(app, req, req.matches[1], "", job.error(), nullptr);
+    Rejected(app, req, req.matches[1], caller_tenant, job.error(), nullptr);
     return reply.Send(ErrorResponse(job.error()));
   }
   const std::string queue = job.value().queue;
@@ -184,12 +221,14 @@ void GetJob(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!p.Has(Scope::kAdmin) && !p.Has(Scope::kSubmit)) {
     return RenderError(res, MakeError(ErrorCode::kForbidden, "this token cannot read jobs"));
   }
+  if (Status st = CheckJobIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto job = app.store.GetJob(req.matches[1]);
   if (!job.ok()) return RenderError(res, job.error());
   // Someone else's job is indistinguishable from a missing one.
   if (!p.Has(Scope::kAdmin) && p.tenant != job.value().tenant) {
-    return RenderError(res, MakeError(ErrorCode::kNotFound,
-                                      "job '" + std::string(req.matches[1]) + "' does not exist"));
+    return RenderError(res,
+                       MakeError(ErrorCode::kNotFound,
+                                 "job " + QuoteForMessage(req.matches[1]) + " does not exist"));
   }
   json out = JobToJson(job.value());
   out["blocked_by"] = nullptr;
@@ -211,7 +250,7 @@ Result<JobRecord> VisibleJob(App& app, const Principal& p, const std::string& id
   auto job = app.store.GetJob(id);
   if (!job.ok()) return job;
   if (!p.Has(Scope::kAdmin) && p.tenant != job.value().tenant) {
-    return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+    return MakeError(ErrorCode::kNotFound, "job " + QuoteForMessage(id) + " does not exist");
   }
   return job;
 }
@@ -228,6 +267,7 @@ Result<Principal> ReaderOfJobs(App& app, const HttpRequest& req) {
 void CancelJob(App& app, const HttpRequest& req, HttpResponse& res) {
   auto who = ReaderOfJobs(app, req);
   if (!who.ok()) return RenderError(res, who.error());
+  if (Status st = CheckJobIdInPath(req.matches[1]); !st.ok()) return RenderError(res, st.error());
   auto job = VisibleJob(app, who.value(), req.matches[1]);
   if (!job.ok()) return RenderError(res, job.error());
   auto canceled = app.store.Cancel(job.value().id, app.clock.Now());
@@ -259,7 +299,12 @@ void ListJobs(App& app, const HttpRequest& req, HttpResponse& res) {
   if (!who.ok()) return RenderError(res, who.error());
   JobFilter f;
   if (!who.value().Has(Scope::kAdmin)) f.tenant = who.value().tenant;
-  if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+  if (req.has_param("queue")) {
+    f.queue = req.get_param_value("queue");
+    if (Status st = CheckName(NameKind::kQueue, *f.queue); !st.ok()) {
+      return RenderError(res, MakeError(ErrorCode::kBadRequest, "'queue': " + st.error().detail));
+    }
+  }
   if (req.has_param("state")) {
     f.state = ParseJobState(req.get_param_value("state"));
     if (!f.state) {

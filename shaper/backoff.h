@@ -6,7 +6,9 @@
 
 namespace sluice {
 
-// `attempt` counts from 1; `unit_random` is uniform in [0, 1).
+// `attempt` counts from 1; `unit_random` is uniform in [0, 1). For any inputs (NaN and
+// out-of-range draws are clamped into [0, 1]) the result is in
+// [0, min(max_ms, base_ms * 2^(attempt-1))], computed without overflow.
 int64_t FullJitterBackoffMs(int64_t base_ms, int64_t max_ms, int64_t attempt, double unit_random);
 
 }  // namespace sluice

@@ -6,6 +6,12 @@
 //   1. A schedule instant is `us` microseconds plus `frac / rate_milli` of a microsecond,
 //      0 <= frac < rate_milli, so emission intervals never round and never drift.
 //   2. Functions are pure: time is passed in, nothing is read or written elsewhere.
+//   3. Arithmetic saturates instead of overflowing, for any int64_t input (a TAT stored
+//      under one policy may meet another, e.g. a backlog admitted at rate 1e9 meets a
+//      rate of 0.001): every instant returned has `us` in [kMinTime, kMaxTime], every
+//      duration is at most kMaxSpan, and an instant that would lie past kMaxTime is
+//      kMaxTime exactly (frac 0), which reads as "not before the end of time".
+//   4. A rate_milli below 1 is treated as 1 (policies never hold one; see policy.h).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +28,11 @@ struct ScheduleInstant {
   bool operator==(const ScheduleInstant&) const = default;
 };
 
-// Duration of `cost` units at `rate_milli`, as (whole µs, remainder in 1/rate_milli µs).
+// Duration of `cost` units at `rate_milli`, as (whole µs, remainder in 1/rate_milli µs);
+// at most (kMaxSpan, 0). A cost below 0 counts as 0.
 ScheduleInstant CostDuration(int64_t cost, int64_t rate_milli);
 
-// `tat` moved later by `cost` units' emission interval.
+// `tat` moved later by `cost` units' emission interval (saturating at kMaxTime).
 ScheduleInstant AdvanceBy(ScheduleInstant tat, int64_t cost, int64_t rate_milli);
 
 // The earliest whole microsecond at which the bucket's head may be released.
@@ -34,7 +41,8 @@ Micros ReleaseAt(const BucketPolicy& p, ScheduleInstant tat);
 // The bucket's TAT after releasing a job of `cost` at `now` (now >= ReleaseAt).
 ScheduleInstant AfterRelease(const BucketPolicy& p, ScheduleInstant tat, int64_t cost, Micros now);
 
-// Keeps frac in range when a policy's rate changed under a stored TAT.
+// Brings a stored TAT into range: frac into [0, rate_milli) (a policy's rate may have
+// changed under it) and us into [kMinTime, kMaxTime] (invariant 3).
 ScheduleInstant Normalize(ScheduleInstant tat, int64_t rate_milli);
 
 }  // namespace sluice

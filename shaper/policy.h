@@ -1,6 +1,6 @@
-// A queue's shaping policy (DESIGN.md "Shaping semantics") and its JSON form.
-// Rates are integers in milli-cost-units per second so that schedules are exact.
-// Plain values; thread-compatible.
+// A queue's shaping policy (DESIGN.md "Shaping semantics"), its JSON form, and the
+// ranges of its fields (docs/shaping.md). Rates are integers in milli-cost-units per
+// second so that schedules are exact. Plain values; thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,18 @@
 #include "common/error.h"
 
 namespace sluice {
+
+// Ranges PolicyFromJson enforces. A bucket's whole backlog fits the time type with room
+// to spare: for the queue's bucket and every tenant's (as ForTenant resolves it),
+// draining a full bucket (capacity / rate) and the burst tolerance ((burst - 1) / rate)
+// each take at most kMaxPolicySpanSeconds.
+inline constexpr int64_t kMinRateMilli = 1;                                // rate 0.001 per second
+inline constexpr int64_t kMaxRateMilli = 1'000'000'000'000;                // rate 1e9 per second
+inline constexpr int64_t kMaxPolicyCount = 1'000'000'000'000;              // capacity, burst, caps
+inline constexpr int64_t kMaxPolicySpanSeconds = 100LL * 365 * 24 * 3600;  // 100 years
+inline constexpr int64_t kMaxPolicyMs = 365LL * 24 * 3600 * 1000;          // 1 year
+inline constexpr int64_t kMinLeaseMs = 100;
+inline constexpr int64_t kMaxAttempts = 1000;
 
 // Per-tenant overrides: any field left empty inherits the queue's value.
 struct TenantOverride {
@@ -42,7 +54,10 @@ struct QueuePolicy {
   BucketPolicy ForTenant(const std::string& tenant) const;
 };
 
-// Parses the flat JSON policy of DESIGN.md; missing fields take their defaults.
+// Parses the flat JSON policy of DESIGN.md; missing fields take their defaults. Refuses
+// (400 bad_request, naming the field and its limit) unknown fields, the read-only
+// fields of the admin GET (name, version, paused, stats, totals), values of the wrong
+// type (a float for an integer field), and values outside the ranges above.
 Result<QueuePolicy> PolicyFromJson(const nlohmann::json& j);
 nlohmann::json PolicyToJson(const QueuePolicy& p);
 

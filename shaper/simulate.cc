@@ -1,6 +1,7 @@
 #include "shaper/simulate.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace sluice {
 
@@ -20,7 +21,10 @@ std::vector<DrainProjection> ProjectDrain(const QueuePolicy& policy,
       tat = AfterRelease(p, tat, j.cost, at);
       d.last_release = at;
       ++d.jobs;
-      d.cost += j.cost;
+      // Saturating: a backlog read from the store is not bounded by the policy.
+      if (__builtin_add_overflow(d.cost, std::max<int64_t>(0, j.cost), &d.cost)) {
+        d.cost = std::numeric_limits<int64_t>::max();
+      }
     }
     out.push_back(d);
   }

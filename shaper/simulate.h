@@ -5,7 +5,7 @@
 // bucket's current schedule (its TAT), assuming workers keep taking work (the same
 // assumption as estimated_start); caps and not_before are not modelled. A job whose
 // projected release is at or after its deadline is counted as a miss (rule 2: it
-// must start before its deadline).
+// must start before its deadline). Times saturate at kMaxTime (gcra.h invariant 3).
 #pragma once
 
 #include <optional>

@@ -19,7 +19,8 @@ std::string Detail(std::string_view text) {
 }
 
 TEST_CASE("strict JSON reads what plain JSON reads") {
-  auto r = ParseStrictJson(R"({"a":[1,2,{"b":null}],"c":"\u00e9","d":-1.5e3,"e":18446744073709551615})");
+  auto r =
+      ParseStrictJson(R"({"a":[1,2,{"b":null}],"c":"\u00e9","d":-1.5e3,"e":18446744073709551615})");
   REQUIRE(r.ok());
   CHECK(r.value()["a"][2].contains("b"));
   CHECK(r.value()["c"] == "\xC3\xA9");
@@ -78,7 +79,10 @@ TEST_CASE("UTF-8 validation and sanitizing") {
   CHECK_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate
   CHECK_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // above U+10FFFF
   CHECK_FALSE(IsValidUtf8("\xE2\x82"));          // cut short
-  CHECK(SanitizeUtf8("a\xFF" "b") == "a\xEF\xBF\xBD" "b");
+  CHECK(SanitizeUtf8("a\xFF"
+                     "b") ==
+        "a\xEF\xBF\xBD"
+        "b");
   CHECK(IsValidUtf8(SanitizeUtf8("\xE2\x82")));
   CHECK(QuoteForMessage("a\nb\xFF'") == "'a\\x0Ab\\xFF\\''");
   CHECK(IsValidUtf8(QuoteForMessage(std::string(100, '\xE2'))));

@@ -209,12 +209,13 @@ TEST_CASE("Rule 2: a deadline before the estimated start is deadline_unreachable
   CHECK(d.outcome == AdmissionOutcome::kAdmitted);
   CHECK(d.estimated_start == kNow + 5 * kSecond);
 
-  // not_before moves the estimate (and so the deadline check) later.
+  // not_before moves the estimate later (and a not_before at or after the deadline
+  // can never succeed: see "Deadlines that can never be met").
   AdmissionRequest r = Request(1, kNow + 6 * kSecond);
-  r.not_before = kNow + 7 * kSecond;
+  r.not_before = kNow + 5 * kSecond + 500'000;
   d = Admit(p, b, r, kNow);
-  CHECK(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
-  CHECK(d.estimated_start == kNow + 7 * kSecond);
+  CHECK(d.outcome == AdmissionOutcome::kAdmitted);
+  CHECK(d.estimated_start == kNow + 5 * kSecond + 500'000);
 }
 
 // "A job must *start* before its deadline" (rule 6), and the store expires a queued
@@ -226,15 +227,16 @@ TEST_CASE("Rule 2: a job estimated to start exactly at its deadline is not admit
   AdmissionDecision d = Admit(p, Bucket({kNow, 0}, 5), Request(1, kNow + 5 * kSecond), kNow);
   CHECK(d.estimated_start == kNow + 5 * kSecond);
   CHECK(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
+  // An idle bucket starts the job now: a deadline of now is already past.
   d = Admit(p, Bucket({kNow, 0}, 0), Request(1, kNow), kNow);
-  CHECK(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
+  CHECK(d.outcome == AdmissionOutcome::kDeadlinePassed);
 }
 
 TEST_CASE("Property: no admitted job has estimated_start after its deadline",
           "[admission][property]") {
   const uint64_t seed = testing::PropertySeed();
   CAPTURE(seed);
-  int admitted = 0, unreachable = 0;
+  int admitted = 0, unreachable = 0, invalid = 0;
   for (uint64_t c = 0; c < 5000; ++c) {
     std::mt19937_64 rng(seed * 104'729 + c);
     BucketPolicy p = Policy(Uniform<int64_t>(rng, 500, 200'000), Uniform<int64_t>(rng, 4, 60),
@@ -247,20 +249,141 @@ TEST_CASE("Property: no admitted job has estimated_start after its deadline",
     if (Uniform<int>(rng, 0, 3) == 0) r.not_before = kNow + Uniform<Micros>(rng, 0, 10 * kSecond);
     CAPTURE(c, p.rate_milli, p.capacity, p.burst, b.cost(), cost, *r.deadline - kNow);
     AdmissionDecision d = Admit(p, b.State(), r, kNow);
+    if (*r.deadline <= kNow) {
+      ++invalid;
+      REQUIRE(d.outcome == AdmissionOutcome::kDeadlinePassed);
+      continue;
+    }
+    if (r.not_before && *r.not_before >= *r.deadline) {
+      ++invalid;
+      REQUIRE(d.outcome == AdmissionOutcome::kNotBeforeAfterDeadline);
+      continue;
+    }
     Micros expected_start = std::max(estimate, r.not_before.value_or(kNow));
     CHECK(d.estimated_start == expected_start);
     if (d.outcome == AdmissionOutcome::kAdmitted) {
       ++admitted;
-      REQUIRE(d.estimated_start <= *r.deadline);
+      REQUIRE(d.estimated_start < *r.deadline);
     } else {
       ++unreachable;
       REQUIRE(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
-      // (> today; >= would also be right: a job must start *before* its deadline.)
+      // A job must start *before* its deadline: starting at it is too late.
       REQUIRE(d.estimated_start >= *r.deadline);
     }
   }
   CHECK(admitted > 1000);
-  CHECK(unreachable > 1000);
+  CHECK(unreachable > 500);
+  CHECK(invalid > 500);
+}
+
+TEST_CASE("Deadlines that can never be met are refused before anything else", "[admission]") {
+  BucketPolicy p = Policy(1000, 10);
+  // Whatever the bucket holds (empty, full, or the job heavier than capacity), a
+  // deadline at or before now, or a not_before at or after the deadline, is the answer.
+  for (int64_t queued : {0, 9, 10}) {
+    for (int64_t cost : {1, 11}) {
+      CAPTURE(queued, cost);
+      BucketState b = Bucket({kNow + 3 * kSecond, 0}, queued);
+      for (Micros deadline : {kNow, kNow - 1, kMinTime}) {
+        AdmissionDecision d = Admit(p, b, Request(cost, deadline), kNow);
+        CHECK(d.outcome == AdmissionOutcome::kDeadlinePassed);
+        CHECK(d.deadline == deadline);
+        CHECK(d.retry_after_s == 0);  // no wait helps
+      }
+      for (Micros not_before : {kNow + kSecond, kNow + 2 * kSecond}) {
+        AdmissionRequest r = Request(cost, kNow + kSecond);
+        r.not_before = not_before;
+        AdmissionDecision d = Admit(p, b, r, kNow);
+        CHECK(d.outcome == AdmissionOutcome::kNotBeforeAfterDeadline);
+        CHECK(d.deadline == kNow + kSecond);
+        CHECK(d.retry_after_s == 0);
+      }
+    }
+  }
+  // One microsecond either side: a deadline just after now and a not_before just
+  // before the deadline are judged by the backlog as usual.
+  CHECK(Admit(p, Bucket({kNow, 0}, 0), Request(1, kNow + 1), kNow).outcome ==
+        AdmissionOutcome::kAdmitted);
+  AdmissionRequest r = Request(1, kNow + kSecond);
+  r.not_before = kNow + kSecond - 1;
+  AdmissionDecision d = Admit(p, Bucket({kNow, 0}, 0), r, kNow);
+  CHECK(d.outcome == AdmissionOutcome::kAdmitted);
+  CHECK(d.estimated_start == kNow + kSecond - 1);
+}
+
+// 1/s, five unit jobs ahead, next release now: the job would start at now + 5 s. With a
+// deadline 2.5 s away it is 2.5 s too late; a job with the same relative deadline
+// fits once more than 2.5 s have passed, so Retry-After is 3 s (and 2 s is too soon).
+TEST_CASE("Retry-After of deadline_unreachable: the same relative deadline fits after it",
+          "[admission]") {
+  BucketPolicy p = Policy(1000, 100);
+  const Micros relative = 2 * kSecond + 500'000;
+  Backlog b;
+  b.tat = ScheduleInstant{kNow, 0};
+  b.costs = {1, 1, 1, 1, 1};
+  AdmissionDecision d = Admit(p, b.State(), Request(1, kNow + relative), kNow);
+  REQUIRE(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
+  CHECK(d.estimated_start == kNow + 5 * kSecond);
+  CHECK(d.retry_after_s == 3);
+
+  Backlog early = b;
+  DrainUntil(p, &early, kNow, kNow + 2 * kSecond);
+  CHECK(Admit(p, early.State(), Request(1, kNow + 2 * kSecond + relative), kNow + 2 * kSecond)
+            .outcome == AdmissionOutcome::kDeadlineUnreachable);
+  DrainUntil(p, &b, kNow, kNow + 3 * kSecond);
+  CHECK(
+      Admit(p, b.State(), Request(1, kNow + 3 * kSecond + relative), kNow + 3 * kSecond).outcome ==
+      AdmissionOutcome::kAdmitted);
+
+  // A deadline 1 µs short of the estimate still needs a whole second.
+  CHECK(Admit(p, Bucket({kNow, 0}, 5), Request(1, kNow + 5 * kSecond - 1), kNow).retry_after_s ==
+        1);
+}
+
+TEST_CASE("Property: a client that waits the deadline_unreachable Retry-After is admitted",
+          "[admission][property]") {
+  const uint64_t seed = testing::PropertySeed();
+  CAPTURE(seed);
+  int cases = 0, tight = 0;
+  for (uint64_t c = 0; c < 5000; ++c) {
+    std::mt19937_64 rng(seed * 7'919 + c);
+    BucketPolicy p = Policy(Uniform<int64_t>(rng, 500, 200'000), Uniform<int64_t>(rng, 4, 60),
+                            Uniform<int64_t>(rng, 1, 5));
+    Backlog b = RandomBacklog(rng, p, 1);
+    const int64_t cost = Uniform<int64_t>(rng, 1, 3);
+    if (b.cost() + cost > p.capacity) continue;
+    const Micros estimate = EstimatedStart(p, b.tat, b.cost(), kNow);
+    if (estimate <= kNow + 1) continue;
+    // A relative deadline the backlog misses.
+    const Micros relative = Uniform<Micros>(rng, 1, estimate - kNow);
+    AdmissionRequest r = Request(cost, kNow + relative);
+    if (Uniform<int>(rng, 0, 2) == 0) r.not_before = kNow + Uniform<Micros>(rng, 0, relative - 1);
+    CAPTURE(c, p.rate_milli, p.capacity, p.burst, b.cost(), cost, estimate - kNow, relative);
+    AdmissionDecision d = Admit(p, b.State(), r, kNow);
+    REQUIRE(d.outcome == AdmissionOutcome::kDeadlineUnreachable);
+    REQUIRE(d.retry_after_s >= 1);
+    ++cases;
+    // Coming back after Retry-After with the same relative deadline (and not_before).
+    const Micros retry_at = kNow + d.retry_after_s * kSecond;
+    Backlog later = b;
+    DrainUntil(p, &later, kNow, retry_at);
+    AdmissionRequest again = Request(cost, retry_at + relative);
+    if (r.not_before) again.not_before = *r.not_before + (retry_at - kNow);
+    CAPTURE(d.retry_after_s, later.cost());
+    REQUIRE(Admit(p, later.State(), again, retry_at).outcome == AdmissionOutcome::kAdmitted);
+    // And it is not longer than it must be: a second earlier is still too late.
+    if (d.retry_after_s > 1) {
+      const Micros sooner = retry_at - kSecond;
+      Backlog before = b;
+      DrainUntil(p, &before, kNow, sooner);
+      AdmissionRequest early = Request(cost, sooner + relative);
+      CHECK(Admit(p, before.State(), early, sooner).outcome ==
+            AdmissionOutcome::kDeadlineUnreachable);
+      ++tight;
+    }
+  }
+  CHECK(cases > 2000);
+  CHECK(tight > 500);
 }
 
 TEST_CASE("EstimatedStart with burst 1 is max(now, TAT) + queued_cost/rate, rounded up",

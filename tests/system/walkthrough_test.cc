@@ -143,7 +143,42 @@ TEST_CASE("a job whose deadline cannot be met is refused with its estimate") {
   REQUIRE(late.status == 429);
   CHECK(late.body["error"] == "deadline_unreachable");
   CHECK(late.body["estimated_start"].is_string());
+  // Every 429 says when to come back: here, when a job with the same 1 s relative
+  // deadline would fit. Five jobs ahead at 1/s (nothing released yet): it would start
+  // 5 s from now, 4 s after its deadline, so once more than 4 s have drained: 5 s.
+  CHECK(late.header("Retry-After") == "5");
+  CHECK(late.body["retry_after"] == 5);
   CHECK(f.Submit(f.acme, {{"payload", "fine"}, {"deadline_in_ms", 60000}}).status == 202);
+}
+
+TEST_CASE("a deadline that can never be met is 400 deadline_invalid and creates nothing") {
+  Fixture f({{"rate", 1}, {"capacity", 100}, {"default_deadline_ms", 60000}});
+  const Micros now = WallNowMicros();
+  const std::string past = FormatRfc3339(now - kMicrosPerSecond);
+  const std::string soon = FormatRfc3339(now + 30 * kMicrosPerSecond);
+  const std::string later = FormatRfc3339(now + 120 * kMicrosPerSecond);
+  const json cases[] = {
+      {{"deadline", past}},
+      {{"deadline_in_ms", 0}},
+      {{"deadline_in_ms", -1}},
+      {{"deadline", soon}, {"not_before", soon}},
+      {{"deadline", soon}, {"not_before", later}},
+      {{"deadline_in_ms", 1000}, {"not_before", soon}},
+      // No deadline of its own: the queue's default (60 s from now) applies.
+      {{"not_before", later}},
+  };
+  for (const json& body : cases) {
+    CAPTURE(body.dump());
+    auto r = f.Submit(f.acme, body);
+    CHECK(r.status == 400);
+    CHECK(r.body["error"] == "deadline_invalid");
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    CHECK(r.header("Retry-After").empty());
+  }
+  auto q = f.Admin("GET", "/v1/admin/queues/report-export");
+  CHECK(q.body["stats"]["queued"] == 0);
+  // A not_before inside the default deadline is fine.
+  CHECK(f.Submit(f.acme, {{"not_before", soon}}).status == 202);
 }
 
 TEST_CASE("tenants are isolated: another tenant's job is 404") {

@@ -37,8 +37,9 @@ ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options
   log_path_ = dir_.File("sluiced.log");
   const std::string port_file = dir_.File("port");
 
-  std::vector<std::string> args = {SLUICED_BINARY, "--listen",    "127.0.0.1:0", "--db",
-                                   db_path_,       "--port-file", port_file};
+  std::vector<std::string> args = options_.command_prefix;
+  for (const char* a : {SLUICED_BINARY, "--listen", "127.0.0.1:0", "--db"}) args.emplace_back(a);
+  for (const std::string& a : {db_path_, std::string("--port-file"), port_file}) args.push_back(a);
   for (const auto& a : options_.extra_args) args.push_back(a);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -58,7 +59,7 @@ ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options
   posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                    0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+  int rc = posix_spawnp(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error("cannot spawn " + std::string(SLUICED_BINARY));
 

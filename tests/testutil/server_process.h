@@ -19,6 +19,9 @@ struct ServerOptions {
   std::string admin_token = "test-admin-token";
   std::vector<std::string> extra_args;
   std::string db_path;  // empty: a file in the server's own temp dir
+  // Runs sluiced through this command, e.g. {"prlimit", "--nofile=128:128", "--"}; it
+  // must exec sluiced in its own process (the pid stays sluiced's).
+  std::vector<std::string> command_prefix;
 };
 
 class ServerProcess {

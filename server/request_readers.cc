@@ -1,0 +1,190 @@
+#include "server/request_readers.h"
+
+#include <algorithm>
+
+#include "common/names.h"
+#include "common/utf8.h"
+#include "server/http.h"
+
+namespace sluice {
+namespace {
+
+using nlohmann::json;
+
+Status RequireObject(const json& body) {
+  if (body.is_object()) return Ok{};
+  return MakeError(ErrorCode::kBadRequest, "the body must be a JSON object");
+}
+
+// An array of queue names in `field`; "'queues'[2]: queue name ... is not valid ...".
+Result<std::vector<std::string>> QueueNames(const json& array, const char* field) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < array.size(); ++i) {
+    const json& q = array[i];
+    const std::string where = std::string("'") + field + "'[" + std::to_string(i) + "]";
+    if (!q.is_string()) return MakeError(ErrorCode::kBadRequest, where + " must be a queue name");
+    Status valid = CheckName(NameKind::kQueue, q.get_ref<const std::string&>());
+    if (!valid.ok()) return MakeError(ErrorCode::kBadRequest, where + ": " + valid.error().detail);
+    names.push_back(q.get<std::string>());
+  }
+  return names;
+}
+
+// The lease_id every acknowledgement carries.
+Result<std::string> LeaseId(const json& body) {
+  auto lease_id = StringField(body, "lease_id", 200);
+  if (!lease_id.ok()) return lease_id.error();
+  if (!lease_id.value()) return MakeError(ErrorCode::kBadRequest, "'lease_id' is required");
+  return *lease_id.value();
+}
+
+Status CheckIdInPath(NameKind kind, std::string_view what, std::string_view id) {
+  if (IsValidName(kind, id)) return Ok{};
+  return MakeError(ErrorCode::kNotFound,
+                   std::string(what) + " " + QuoteForMessage(id) + " does not exist");
+}
+
+}  // namespace
+
+Result<LeaseAsk> ReadLeaseRequest(const json& body, int64_t max_wait_ms) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st =
+          RefuseUnknownFields(body, {"queues", "max_jobs", "wait_ms", "lease_ms", "worker_id"});
+      !st.ok()) {
+    return st.error();
+  }
+  LeaseAsk ask;
+  auto queues = body.find("queues");
+  if (queues == body.end() || !queues->is_array() || queues->empty()) {
+    return MakeError(ErrorCode::kBadRequest, "'queues' must be a non-empty array of queue names");
+  }
+  if (queues->size() > kMaxLeaseQueues) {
+    return MakeError(ErrorCode::kBadRequest,
+                     "'queues' may name at most " + std::to_string(kMaxLeaseQueues) + " queues");
+  }
+  auto names = QueueNames(*queues, "queues");
+  if (!names.ok()) return names.error();
+  ask.lease.queues = std::move(names.value());
+
+  auto max_jobs = IntField(body, "max_jobs", 1, 100);
+  if (!max_jobs.ok()) return max_jobs.error();
+  ask.lease.max_jobs = max_jobs.value().value_or(1);
+  auto wait_ms = IntField(body, "wait_ms", 0, max_wait_ms);
+  if (!wait_ms.ok()) return wait_ms.error();
+  ask.wait = std::chrono::milliseconds(wait_ms.value().value_or(0));
+  auto lease_ms = IntField(body, "lease_ms", 100, kMaxWorkerMs);
+  if (!lease_ms.ok()) return lease_ms.error();
+  ask.lease.lease_ms = lease_ms.value();
+  auto worker_id = NameField(body, "worker_id", NameKind::kWorkerId);
+  if (!worker_id.ok()) return worker_id.error();
+  ask.lease.worker_id = worker_id.value().value_or("");
+  return ask;
+}
+
+Result<HeartbeatAsk> ReadHeartbeat(const json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"lease_id", "extend_ms"}); !st.ok()) {
+    return st.error();
+  }
+  auto lease_id = LeaseId(body);
+  if (!lease_id.ok()) return lease_id.error();
+  auto extend = IntField(body, "extend_ms", 100, kMaxWorkerMs);
+  if (!extend.ok()) return extend.error();
+  return HeartbeatAsk{std::move(lease_id.value()), extend.value()};
+}
+
+Result<CompleteAsk> ReadComplete(const json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"lease_id", "result"}); !st.ok()) return st.error();
+  auto lease_id = LeaseId(body);
+  if (!lease_id.ok()) return lease_id.error();
+  CompleteAsk ask{std::move(lease_id.value()), std::nullopt};
+  if (auto it = body.find("result"); it != body.end()) {
+    ask.result = it->dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return ask;
+}
+
+Result<FailAsk> ReadFail(const json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"lease_id", "error", "retryable", "retry_in_ms"});
+      !st.ok()) {
+    return st.error();
+  }
+  auto lease_id = LeaseId(body);
+  if (!lease_id.ok()) return lease_id.error();
+  FailAsk ask{std::move(lease_id.value()), {}};
+  auto error = StringField(body, "error", 4096);
+  if (!error.ok()) return error.error();
+  ask.fail.error = error.value().value_or("");
+  auto retryable = BoolField(body, "retryable");
+  if (!retryable.ok()) return retryable.error();
+  ask.fail.retryable = retryable.value().value_or(true);
+  auto retry_in = IntField(body, "retry_in_ms", 0, kMaxWorkerMs);
+  if (!retry_in.ok()) return retry_in.error();
+  ask.fail.retry_in_ms = retry_in.value();
+  return ask;
+}
+
+Result<TokenRecord> ReadTokenRequest(const json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"scopes", "tenant", "queues"}); !st.ok()) {
+    return st.error();
+  }
+  TokenRecord rec;
+  auto scopes = body.find("scopes");
+  if (scopes == body.end() || !scopes->is_array() || scopes->empty()) {
+    return MakeError(ErrorCode::kBadRequest,
+                     "'scopes' must be a non-empty array of submit, work, admin");
+  }
+  for (const json& s : *scopes) {
+    std::optional<Scope> scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
+    if (!scope) {
+      return MakeError(ErrorCode::kBadRequest,
+                       "unknown scope " +
+                           QuoteForMessage(s.is_string() ? s.get<std::string>()
+                                                         : s.dump(-1, ' ', false,
+                                                                  json::error_handler_t::replace)) +
+                           ": use submit, work or admin");
+    }
+    rec.scopes.push_back(*scope);
+  }
+  auto tenant = NameField(body, "tenant", NameKind::kTenant);
+  if (!tenant.ok()) return tenant.error();
+  rec.tenant = tenant.value();
+  const bool wants_submit =
+      std::find(rec.scopes.begin(), rec.scopes.end(), Scope::kSubmit) != rec.scopes.end();
+  if (wants_submit && !rec.tenant) {
+    return MakeError(ErrorCode::kBadRequest, "a token with the submit scope needs a 'tenant'");
+  }
+  if (auto q = body.find("queues"); q != body.end() && !q->is_null()) {
+    if (!q->is_array()) {
+      return MakeError(ErrorCode::kBadRequest, "'queues' must be an array of queue names");
+    }
+    auto names = QueueNames(*q, "queues");
+    if (!names.ok()) return names.error();
+    rec.queues = std::move(names.value());
+  }
+  return rec;
+}
+
+Result<QueuePolicy> ReadPolicy(const json& body) {
+  auto policy = PolicyFromJson(body);
+  if (!policy.ok()) return policy;
+  for (const auto& [tenant, override_] : policy.value().tenants) {
+    (void)override_;
+    Status valid = CheckName(NameKind::kTenant, tenant);
+    if (!valid.ok()) {
+      return MakeError(ErrorCode::kBadRequest, "policy field 'tenants': " + valid.error().detail);
+    }
+  }
+  return policy;
+}
+
+Status CheckJobIdInPath(std::string_view id) { return CheckIdInPath(NameKind::kJobId, "job", id); }
+
+Status CheckTokenIdInPath(std::string_view id) {
+  return CheckIdInPath(NameKind::kTokenId, "token", id);
+}
+
+}  // namespace sluice

@@ -1,0 +1,71 @@
+// The readers of the JSON request bodies (leases, heartbeat, complete, fail, token
+// creation, policies) and of the ids in paths: pure functions from the parsed body
+// (and the limits they need) to the plain request a route delegates, or the Error to
+// answer. Every field is checked against its type, range or name grammar, and unknown
+// fields are refused. No store, no authentication, no I/O; nothing throws.
+// Pure; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "shaper/policy.h"
+#include "store/store.h"
+
+namespace sluice {
+
+// Most queue names one lease request may name.
+inline constexpr size_t kMaxLeaseQueues = 100;
+// Longest lease, extension or retry delay a worker may ask for: a day.
+inline constexpr int64_t kMaxWorkerMs = 24LL * 3600 * 1000;
+
+// POST /v1/leases: {"queues": [1..100 queue names], "max_jobs"?: 1-100,
+// "wait_ms"?: 0-max_wait_ms, "lease_ms"?: 100-86400000, "worker_id"?: a worker id}.
+struct LeaseAsk {
+  LeaseRequest lease;
+  std::chrono::milliseconds wait{0};
+};
+Result<LeaseAsk> ReadLeaseRequest(const nlohmann::json& body, int64_t max_wait_ms);
+
+// POST /v1/jobs/{id}/heartbeat: {"lease_id", "extend_ms"?: 100-86400000}.
+struct HeartbeatAsk {
+  std::string lease_id;
+  std::optional<int64_t> extend_ms;  // else the job's lease_ms
+};
+Result<HeartbeatAsk> ReadHeartbeat(const nlohmann::json& body);
+
+// POST /v1/jobs/{id}/complete: {"lease_id", "result"?: any JSON}.
+struct CompleteAsk {
+  std::string lease_id;
+  std::optional<std::string> result;  // the result as JSON text
+};
+Result<CompleteAsk> ReadComplete(const nlohmann::json& body);
+
+// POST /v1/jobs/{id}/fail: {"lease_id", "error"?: <= 4096 bytes, "retryable"?: bool,
+// "retry_in_ms"?: 0-86400000}.
+struct FailAsk {
+  std::string lease_id;
+  FailRequest fail;
+};
+Result<FailAsk> ReadFail(const nlohmann::json& body);
+
+// POST /v1/admin/tokens: {"scopes": [submit|work|admin, ...], "tenant"?: a tenant name
+// (required with submit), "queues"?: [queue names]}. The record's scopes, tenant and
+// queues; its id, hash and creation time are the caller's to set.
+Result<TokenRecord> ReadTokenRequest(const nlohmann::json& body);
+
+// A policy (PUT of a queue, :simulate, the config file): PolicyFromJson, then every key
+// of its `tenants` map checked as a tenant name.
+Result<QueuePolicy> ReadPolicy(const nlohmann::json& body);
+
+// Ids in paths are opaque: one that cannot be an id sluice issued is 404, as an
+// unknown one is, without a lookup.
+Status CheckJobIdInPath(std::string_view id);
+Status CheckTokenIdInPath(std::string_view id);
+
+}  // namespace sluice
