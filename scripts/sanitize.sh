@@ -3,8 +3,8 @@
 #   asan  the unit and store tests (ctest label "unit") and the fuzz corpora ("fuzz")
 #         under ASan+UBSan, in build-asan. That build also has the fuzzer's coverage
 #         instrumentation, so scripts/fuzz.sh reuses it instead of compiling again.
-#   tsan  the concurrency tests (store writer and lookahead tests) under TSan, in
-#         build-tsan.
+#   tsan  the store tests under TSan, in build-tsan: the concurrency tests (writer,
+#         lookahead, checkpointer) and the rest, which cost seconds more.
 # Installs what is missing (scripts/setup.sh --install-only). Idempotent.
 # Usage: scripts/sanitize.sh [--build-only] [asan] [tsan]     (default: both)
 set -euo pipefail
@@ -54,9 +54,8 @@ for kind in "${KINDS[@]}"; do
       echo "==> building build-tsan"
       cmake --build build-tsan -j"$JOBS" --target store_tests
       [ "$BUILD_ONLY" -eq 1 ] && continue
-      echo "==> TSan: writer and lookahead tests"
-      # Catch2 -# tags each test with its file: [#writer_test], [#lookahead_test].
-      build-tsan/tests/store_tests -# '[#writer_test],[#lookahead_test]'
+      echo "==> TSan: store tests (writer, lookahead, checkpointer, store)"
+      build-tsan/tests/store_tests
       ;;
   esac
 done
