@@ -488,19 +488,24 @@ void HttpServer::OnDescriptorsExhausted() {
     ::close(spare_fd_);
     spare_fd_ = -1;
     int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) Refuse(fd);
+    if (fd >= 0) Refuse(fd);  // first: its descriptor is the one the spare takes back
     spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    return Accept();
+    if (fd >= 0) return Accept();  // more may be waiting
+    // Nothing was waiting: Linux's accept() fails with EMFILE as soon as the descriptor
+    // table is full, backlog or not, so accepting again now would spin. Wait until a
+    // connection arrives instead (or, should that wake-up be missed, 250 ms).
   }
-  // No spare to give up (another part of the process took it): look again shortly
-  // rather than spin on a backlog we cannot take.
-  accept_pause_.expires_after(std::chrono::milliseconds(50));
-  accept_pause_.async_wait([this](beast::error_code ec) {
-    if (!ec && !stopping_) {
-      spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-      Accept();
-    }
-  });
+  auto resumed = std::make_shared<std::atomic<bool>>(false);
+  auto resume = [this, resumed](beast::error_code ec) {
+    if (ec == boost::asio::error::operation_aborted || stopping_) return;
+    if (resumed->exchange(true)) return;
+    accept_pause_.cancel();
+    if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    Accept();
+  };
+  if (spare_fd_ >= 0) acceptor_.async_wait(tcp::acceptor::wait_read, resume);
+  accept_pause_.expires_after(std::chrono::milliseconds(spare_fd_ >= 0 ? 250 : 50));
+  accept_pause_.async_wait(resume);
 }
 
 size_t HttpServer::open_connections() const {

@@ -77,7 +77,7 @@ class HttpServer {
   // Writes the canned 503 to a connection we will not serve, then closes it.
   void Refuse(int fd);
   // accept() failed for want of descriptors: gives up the spare one to accept and
-  // refuse the waiting connection, or waits a moment when there is no spare.
+  // refuse a waiting connection; with none waiting (or no spare), looks again in 50 ms.
   void OnDescriptorsExhausted();
 
   HttpServerOptions options_;

@@ -101,7 +101,15 @@ std::string Metrics::TenantLabel(const std::string& tenant) {
 void Metrics::CountRejection(const std::string& queue, const std::string& tenant,
                              std::string_view reason) {
   std::lock_guard lock(mu_);
-  ++rejections_[{queue, TenantLabel(tenant), std::string(reason)}];
+  std::string label = queue;
+  if (!rejection_queues_.count(queue)) {
+    if (rejection_queues_.size() < kMaxRejectionQueues) {
+      rejection_queues_.insert(queue);
+    } else {
+      label = "other";
+    }
+  }
+  ++rejections_[{label, TenantLabel(tenant), std::string(reason)}];
 }
 
 int64_t Metrics::Rejections(const std::string& queue) const {

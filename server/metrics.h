@@ -64,6 +64,10 @@ class Metrics {
   mutable std::mutex mu_;
   std::set<std::string> tenants_;  // tenant label values in use (mu_)
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> rejections_;  // (mu_)
+  // Queue label values of rejections: a refused request may name any queue, so at most
+  // kMaxRejectionQueues keep their name and the rest count as queue="other".
+  static constexpr size_t kMaxRejectionQueues = 1000;
+  std::set<std::string> rejection_queues_;                             // guarded by mu_
   std::map<std::pair<std::string, std::string>, Histogram> requests_;  // (route, status) (mu_)
   Histogram release_lag_;                                              // (mu_)
   Histogram commit_seconds_;                                           // (mu_)

@@ -187,4 +187,52 @@ Status CheckTokenIdInPath(std::string_view id) {
   return CheckIdInPath(NameKind::kTokenId, "token", id);
 }
 
+Result<NewJob> ReadNewJob(const nlohmann::json& body, Micros now) {
+  using nlohmann::json;
+  if (Status known = RefuseUnknownFields(body, {"payload", "cost", "deadline", "deadline_in_ms",
+                                                "not_before", "lease_ms", "max_attempts"});
+      !known.ok()) {
+    return known.error();
+  }
+  NewJob job;
+  if (auto it = body.find("payload"); it != body.end()) job.payload = it->dump();
+  auto cost = IntField(body, "cost", 1, 1'000'000'000);
+  if (!cost.ok()) return cost.error();
+  job.cost = cost.value().value_or(1);
+
+  auto deadline = TimeField(body, "deadline");
+  if (!deadline.ok()) return deadline.error();
+  // A relative deadline of zero or less can never be met. (Whether an absolute one is
+  // already past, or not after not_before, Admit decides against the `now` of the
+  // decision, after an idempotent replay has had its chance.)
+  if (auto it = body.find("deadline_in_ms"); it != body.end() && it->is_number_integer()) {
+    const bool positive =
+        it->is_number_unsigned() ? it->get<uint64_t>() > 0 : it->get<int64_t>() > 0;
+    if (!positive) {
+      return MakeError(ErrorCode::kDeadlineInvalid,
+                       "'deadline_in_ms' must be positive: a job must start before its deadline");
+    }
+  }
+  auto deadline_in = IntField(body, "deadline_in_ms", 1, kMaxJobMs);
+  if (!deadline_in.ok()) return deadline_in.error();
+  if (deadline.value() && deadline_in.value()) {
+    return MakeError(ErrorCode::kBadRequest, "give 'deadline' or 'deadline_in_ms', not both");
+  }
+  job.deadline = deadline.value();
+  if (deadline_in.value()) job.deadline = now + *deadline_in.value() * kMicrosPerMilli;
+
+  auto not_before = TimeField(body, "not_before");
+  if (!not_before.ok()) return not_before.error();
+  job.not_before = not_before.value();
+
+  auto lease_ms = IntField(body, "lease_ms", 100, kMaxJobMs);
+  if (!lease_ms.ok()) return lease_ms.error();
+  job.lease_ms = lease_ms.value();
+  auto max_attempts = IntField(body, "max_attempts", 1, 1000);
+  if (!max_attempts.ok()) return max_attempts.error();
+  job.max_attempts = max_attempts.value();
+
+  return job;
+}
+
 }  // namespace sluice

@@ -1,4 +1,4 @@
-// The readers of the JSON request bodies (leases, heartbeat, complete, fail, token
+// The readers of the JSON request bodies (submit, leases, heartbeat, complete, fail, token
 // creation, policies) and of the ids in paths: pure functions from the parsed body
 // (and the limits they need) to the plain request a route delegates, or the Error to
 // answer. Every field is checked against its type, range or name grammar, and unknown
@@ -23,6 +23,15 @@ namespace sluice {
 inline constexpr size_t kMaxLeaseQueues = 100;
 // Longest lease, extension or retry delay a worker may ask for: a day.
 inline constexpr int64_t kMaxWorkerMs = 24LL * 3600 * 1000;
+
+// Longest relative deadline, lease or delay a submit may ask for: a year.
+inline constexpr int64_t kMaxJobMs = 365LL * 24 * 3600 * 1000;
+
+// POST /v1/queues/{queue}/jobs: {"payload"?: any JSON, "cost"?: 1-1e9, "deadline"?:
+// RFC 3339 | "deadline_in_ms"?: 1-kMaxJobMs (not both; <= 0 is deadline_invalid),
+// "not_before"?: RFC 3339, "lease_ms"?: 100-kMaxJobMs, "max_attempts"?: 1-1000}. The
+// job without queue, tenant, idempotency key and trace context (the route's to set).
+Result<NewJob> ReadNewJob(const nlohmann::json& body, Micros now);
 
 // POST /v1/leases: {"queues": [1..100 queue names], "max_jobs"?: 1-100,
 // "wait_ms"?: 0-max_wait_ms, "lease_ms"?: 100-86400000, "worker_id"?: a worker id}.

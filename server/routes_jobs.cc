@@ -16,59 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kMaxMs = 365LL * 24 * 3600 * 1000;
-
-// Body → NewJob (without queue and tenant).
-Result<NewJob> ParseNewJob(const json& body, Micros now) {
-  NewJob job;
-  if (auto it = body.find("payload"); it != body.end()) job.payload = it->dump();
-  auto cost = IntField(body, "cost", 1, 1'000'000'000);
-  if (!cost.ok()) return cost.error();
-  job.cost = cost.value().value_or(1);
-
-  auto deadline = TimeField(body, "deadline");
-  if (!deadline.ok()) return deadline.error();
-  // A relative deadline of zero or less can never be met. (Whether an absolute one is
-  // already past, or not after not_before, Admit decides against the `now` of the
-  // decision, after an idempotent replay has had its chance.)
-  if (auto it = body.find("deadline_in_ms"); it != body.end() && it->is_number_integer()) {
-    const bool positive =
-        it->is_number_unsigned() ? it->get<uint64_t>() > 0 : it->get<int64_t>() > 0;
-    if (!positive) {
-      return MakeError(ErrorCode::kDeadlineInvalid,
-                       "'deadline_in_ms' must be positive: a job must start before its deadline");
-    }
-  }
-  auto deadline_in = IntField(body, "deadline_in_ms", 1, kMaxMs);
-  if (!deadline_in.ok()) return deadline_in.error();
-  if (deadline.value() && deadline_in.value()) {
-    return MakeError(ErrorCode::kBadRequest, "give 'deadline' or 'deadline_in_ms', not both");
-  }
-  job.deadline = deadline.value();
-  if (deadline_in.value()) job.deadline = now + *deadline_in.value() * kMicrosPerMilli;
-
-  auto not_before = TimeField(body, "not_before");
-  if (!not_before.ok()) return not_before.error();
-  job.not_before = not_before.value();
-
-  auto lease_ms = IntField(body, "lease_ms", 100, kMaxMs);
-  if (!lease_ms.ok()) return lease_ms.error();
-  job.lease_ms = lease_ms.value();
-  auto max_attempts = IntField(body, "max_attempts", 1, 1000);
-  if (!max_attempts.ok()) return max_attempts.error();
-  job.max_attempts = max_attempts.value();
-
-  for (auto& [key, value] : body.items()) {
-    (void)value;
-    static const char* kKnown[] = {"payload",    "cost",     "deadline",    "deadline_in_ms",
-                                   "not_before", "lease_ms", "max_attempts"};
-    bool known = false;
-    for (const char* k : kKnown) known = known || key == k;
-    if (!known) return MakeError(ErrorCode::kBadRequest, "unknown field '" + key + "'");
-  }
-  return job;
-}
-
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-11).
 void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const BucketPolicy& policy,
                          const AdmissionDecision& d) {
@@ -88,7 +35,7 @@ Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who, Micros n
   if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
-  auto job = ParseNewJob(body.value(), now);
+  auto job = ReadNewJob(body.value(), now);
   if (!job.ok()) return job.error();
   job.value().queue = req.matches[1];
   job.value().tenant = *who.tenant;

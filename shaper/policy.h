@@ -58,7 +58,9 @@ struct QueuePolicy {
 // (400 bad_request, naming the field and its limit) unknown fields, the read-only
 // fields of the admin GET (name, version, paused, stats, totals), values of the wrong
 // type (a float for an integer field), and values outside the ranges above.
-Result<QueuePolicy> PolicyFromJson(const nlohmann::json& j);
+// `check_spans` false skips only the span rule: for policies stored by a release that
+// did not have it (the arithmetic saturates, so they stay safe to run).
+Result<QueuePolicy> PolicyFromJson(const nlohmann::json& j, bool check_spans = true);
 nlohmann::json PolicyToJson(const QueuePolicy& p);
 
 // rate (cost units/s, may be fractional) <-> rate_milli.

@@ -247,7 +247,8 @@ std::optional<QueuePolicy> ParseStoredPolicy(const std::string& text) {
     std::lock_guard lock(mu);
     if (auto it = parsed.find(text); it != parsed.end()) return it->second;
   }
-  auto policy = PolicyFromJson(json::parse(text, nullptr, false));
+  // Written by PolicyToJson; a policy stored before the span rule still loads.
+  auto policy = PolicyFromJson(json::parse(text, nullptr, false), /*check_spans=*/false);
   if (!policy.ok()) return std::nullopt;
   std::lock_guard lock(mu);
   if (parsed.size() >= 1024) parsed.clear();  // bounded: old policies fall out

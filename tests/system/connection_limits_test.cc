@@ -78,8 +78,8 @@ TEST_CASE("past --max-connections a new connection gets 503 at once and open one
   CHECK(Eventually(
       [&] { return RawExchange(server.port(), BuildRequest("GET", "/healthz")).status == 200; }));
   // The start line says the cap (the log is written in batches: poll for it).
-  CHECK(Eventually(
-      [&] { return server.ReadLog().find("max_connections=8") != std::string::npos; }));
+  CHECK(
+      Eventually([&] { return server.ReadLog().find("max_connections=8") != std::string::npos; }));
 }
 
 TEST_CASE("at the file-descriptor limit new connections get 503 and open ones are served",
