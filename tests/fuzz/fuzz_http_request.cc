@@ -180,6 +180,9 @@ void Serve(std::string_view bytes) {
     while (!parser.is_done()) {
       // The peer closing (no bytes left, or none that complete a part) is an EOF.
       if (bytes.empty()) {
+        // As Beast's read does: EOF before any byte is end_of_stream; put_eof requires
+        // that the parser got some (an assertion, caught with asserts on).
+        if (!parser.got_some()) return ReadFailed(http::error::end_of_stream, parser, options);
         parser.put_eof(ec);
         if (ec) return ReadFailed(ec, parser, options);
         break;

@@ -1,8 +1,9 @@
 // Fuzzes the JSON body readers of the endpoints (server/request_readers.h): the input
 // is a request body, read as ParseJsonObject reads it, then given to every reader (a
-// lease, heartbeat, complete, fail, token creation, policy), and the input's text is
+// submit, lease, heartbeat, complete, fail, token creation, policy), and the input's text is
 // checked as a job id and a token id in a path. Properties: no crash, exception or
-// sanitizer report; a refusal is a 400 (a path id: 404) with a valid UTF-8 detail;
+// sanitizer report; a refusal is a 400 (a path id: 404; a submit's deadline that can
+// never be met: deadline_invalid) with a valid UTF-8 detail;
 // what a reader accepts keeps its documented bounds and name grammars; an accepted
 // policy reads back from its own JSON form.
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "common/names.h"
 #include "common/strict_json.h"
+#include "common/time.h"
 #include "common/utf8.h"
 #include "server/request_readers.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -18,7 +20,8 @@
 namespace sluice {
 namespace {
 
-constexpr int64_t kMaxWaitMs = 30000;  // the server's default --max-wait-ms
+constexpr int64_t kMaxWaitMs = 30000;                      // the server's default --max-wait-ms
+constexpr Micros kNow = 1'790'000'000 * kMicrosPerSecond;  // 2026-09-21
 
 template <typename T>
 bool Refused(const Result<T>& r, ErrorCode code = ErrorCode::kBadRequest) {
@@ -26,6 +29,27 @@ bool Refused(const Result<T>& r, ErrorCode code = ErrorCode::kBadRequest) {
   FUZZ_CHECK(r.error().code == code);
   FUZZ_CHECK(IsValidUtf8(r.error().detail));
   return true;
+}
+
+void CheckSubmit(const nlohmann::json& body) {
+  auto r = ReadNewJob(body, kNow);
+  if (!r.ok()) {
+    FUZZ_CHECK(r.error().code == ErrorCode::kBadRequest ||
+               r.error().code == ErrorCode::kDeadlineInvalid);
+    FUZZ_CHECK(IsValidUtf8(r.error().detail));
+    return;
+  }
+  const NewJob& j = r.value();
+  FUZZ_CHECK(ParseStrictJson(j.payload).ok());
+  FUZZ_CHECK(j.cost >= 1 && j.cost <= 1'000'000'000);
+  if (j.lease_ms) FUZZ_CHECK(*j.lease_ms >= 100 && *j.lease_ms <= kMaxJobMs);
+  if (j.max_attempts) FUZZ_CHECK(*j.max_attempts >= 1 && *j.max_attempts <= 1000);
+  // Every time a submit accepts prints back within a millisecond (years 0000-9999).
+  for (const std::optional<Micros>& t : {j.deadline, j.not_before}) {
+    if (!t) continue;
+    auto back = ParseRfc3339(FormatRfc3339(*t));
+    FUZZ_CHECK(back && *back - *t < kMicrosPerMilli && *t - *back < kMicrosPerMilli);
+  }
 }
 
 void CheckLease(const nlohmann::json& body) {
@@ -100,6 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // As ParseJsonObject reads a body: strictly, and only an object.
   auto body = ParseStrictJson(text);
   if (!body.ok() || !body.value().is_object()) return 0;
+  CheckSubmit(body.value());
   CheckLease(body.value());
   CheckAcks(body.value());
   CheckToken(body.value());
