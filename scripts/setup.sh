@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Installs what sluice needs from Debian packages (only what is missing), then
-# configures and builds it. Idempotent. Usage: scripts/setup.sh [build-dir [targets...]]
+# configures and builds it. Idempotent.
+# Usage: scripts/setup.sh [build-dir [targets...]]
+#        scripts/setup.sh --install-only   (the packages only: scripts/sanitize.sh, fuzz.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+INSTALL_ONLY=0
+if [ "${1:-}" = "--install-only" ]; then
+  INSTALL_ONLY=1
+  shift
+fi
 BUILD_DIR="${1:-build}"
 shift || true
 TARGETS=()
@@ -10,7 +17,8 @@ for t in "$@"; do TARGETS+=(--target "$t"); done
 
 PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-dev
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
-          curl jq chromium)
+          curl jq chromium
+          clang libclang-rt-14-dev)  # sanitizer and fuzz builds (scripts/sanitize.sh, fuzz.sh)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -25,6 +33,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+
+[ "$INSTALL_ONLY" -eq 1 ] && exit 0
 
 # playwright-core for the dashboard test (tests/dashboard), as locked; it drives the
 # chromium installed above and downloads no browser of its own.
