@@ -3,8 +3,9 @@
 #   asan  the unit and store tests (ctest label "unit") and the fuzz corpora ("fuzz")
 #         under ASan+UBSan, in build-asan. That build also has the fuzzer's coverage
 #         instrumentation, so scripts/fuzz.sh reuses it instead of compiling again.
-#   tsan  the store tests under TSan, in build-tsan: the concurrency tests (writer,
-#         lookahead, checkpointer) and the rest, which cost seconds more.
+#   tsan  the store tests (the concurrency tests: writer, lookahead, checkpointer; and
+#         the rest, which cost seconds more) and the dispatcher test under TSan, in
+#         build-tsan.
 # Installs what is missing (scripts/setup.sh --install-only). Idempotent.
 # Usage: scripts/sanitize.sh [--build-only] [asan] [tsan]     (default: both)
 set -euo pipefail
@@ -55,10 +56,11 @@ for kind in "${KINDS[@]}"; do
     tsan)
       configure build-tsan thread
       echo "==> building build-tsan"
-      cmake --build build-tsan -j"$JOBS" --target store_tests
+      cmake --build build-tsan -j"$JOBS" --target store_tests server_tests
       [ "$BUILD_ONLY" -eq 1 ] && continue
-      echo "==> TSan: store tests (writer, lookahead, checkpointer, store)"
+      echo "==> TSan: store tests (writer, lookahead, checkpointer, store), the dispatcher"
       build-tsan/tests/store_tests
+      build-tsan/tests/server_tests "[dispatcher]"
       ;;
   esac
 done
