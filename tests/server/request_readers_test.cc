@@ -7,26 +7,16 @@
 #include <string>
 
 #include "common/utf8.h"
+#include "tests/server/refusal.h"
 
 namespace sluice {
 namespace {
 
 using nlohmann::json;
 
-json Parse(std::string_view text) { return json::parse(text); }
-
-// The detail of a refusal, which must be a 400 in valid UTF-8.
-template <typename T>
-std::string Refused(const Result<T>& r) {
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == ErrorCode::kBadRequest);
-  CHECK(IsValidUtf8(r.error().detail));
-  return r.error().detail;
-}
-
-bool Has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::Has;
+using testing::Parse;
+using testing::Refused;
 
 TEST_CASE("lease request: the fields, their defaults and their bounds") {
   auto r = ReadLeaseRequest(

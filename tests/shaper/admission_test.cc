@@ -20,13 +20,7 @@ using testing::Units;
 constexpr Micros kNow = 1'800'000'000'000'000;
 constexpr Micros kSecond = kMicrosPerSecond;
 
-BucketPolicy Policy(int64_t rate_milli, int64_t capacity, int64_t burst = 1) {
-  BucketPolicy p;
-  p.rate_milli = rate_milli;
-  p.capacity = capacity;
-  p.burst = burst;
-  return p;
-}
+using testing::Policy;
 
 BucketState Bucket(ScheduleInstant tat, int64_t queued_cost) {
   BucketState b;

@@ -32,13 +32,7 @@ constexpr Micros kNow = 1'800'000'000'000'000;  // 2027
 constexpr Micros kSecond = kMicrosPerSecond;
 constexpr ScheduleInstant kEnd{kMaxTime, 0};
 
-BucketPolicy Policy(int64_t rate_milli, int64_t capacity, int64_t burst = 1) {
-  BucketPolicy p;
-  p.rate_milli = rate_milli;
-  p.capacity = capacity;
-  p.burst = burst;
-  return p;
-}
+using testing::Policy;
 
 BucketState Backlog(ScheduleInstant tat, int64_t queued_cost) {
   BucketState b;

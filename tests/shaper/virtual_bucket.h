@@ -16,6 +16,15 @@
 
 namespace sluice::testing {
 
+// A bucket policy with the given rate (milli-units per second), capacity and burst.
+inline BucketPolicy Policy(int64_t rate_milli, int64_t capacity, int64_t burst = 1) {
+  BucketPolicy p;
+  p.rate_milli = rate_milli;
+  p.capacity = capacity;
+  p.burst = burst;
+  return p;
+}
+
 __extension__ typedef __int128 Int128;
 
 // rate_milli is cost per 1000 s, i.e. per 1e9 µs.
