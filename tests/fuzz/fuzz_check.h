@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "shaper/policy.h"
+
 #define FUZZ_CHECK(cond)                                                               \
   do {                                                                                 \
     if (!(cond)) {                                                                     \
@@ -19,6 +21,16 @@ namespace sluice::fuzz {
 
 inline std::string_view AsText(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+// What the admin API prints of an accepted policy reads back, through `read` (a
+// json -> Result<QueuePolicy> reader), to the same policy.
+template <typename Reader>
+void CheckPolicyRoundTrip(const QueuePolicy& policy, Reader read) {
+  const nlohmann::json printed = PolicyToJson(policy);
+  auto again = read(printed);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(PolicyToJson(again.value()) == printed);
 }
 
 }  // namespace sluice::fuzz
