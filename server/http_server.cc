@@ -140,19 +140,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // A request could not be read: answer what can be answered, then close.
   void ReadFailed(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-        ec.category() != http::make_error_code(http::error::bad_target).category()) {
-      return Close();  // the peer went away, timed out, or we are stopping
-    }
-    if (ec == http::error::body_limit) {
-      return WriteError(MakeError(ErrorCode::kPayloadTooLarge,
-                                  "the request body is larger than " +
-                                      std::to_string(server_.options_.max_body_bytes) + " bytes"));
-    }
-    if (ec == http::error::header_limit) {
-      return WriteError(MakeError(ErrorCode::kBadRequest, "the request headers are too large"));
-    }
-    return WriteError(MakeError(ErrorCode::kBadRequest, "malformed HTTP request: " + ec.message()));
+    std::optional<Error> e = TransportError(ec, server_.options_.max_body_bytes);
+    if (!e) return Close();  // the peer went away, timed out, or we are stopping
+    WriteError(*e);
   }
 
   // Answers a request the transport refused (framing, limits) like any other: with a
@@ -161,15 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
     keep_alive_ = false;
     busy_ = true;
     req_ = HttpRequest{};
-    if (parser_ && parser_->is_header_done()) {
-      const auto& msg = parser_->get();
-      req_.method =
-          SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
-      std::string_view target(msg.target().data(), msg.target().size());
-      req_.path = SanitizeUtf8(target.substr(0, target.find('?')));
-      auto id = msg.find("X-Request-Id");
-      if (id != msg.end()) req_.headers.emplace_back("X-Request-Id", std::string(id->value()));
-    }
+    if (parser_ && parser_->is_header_done()) ReadRefusedRequest(parser_->get(), req_);
     BeginRequest();
     Write(ErrorResponse(e));
   }

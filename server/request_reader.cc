@@ -94,6 +94,30 @@ Status ReadRequest(BeastRequest& msg, HttpRequest& out) {
   return Ok{};
 }
 
+std::optional<Error> TransportError(const boost::system::error_code& ec, size_t max_body_bytes) {
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+      ec.category() != http::make_error_code(http::error::bad_target).category()) {
+    return std::nullopt;  // the peer went away, timed out, or we are stopping
+  }
+  if (ec == http::error::body_limit) {
+    return MakeError(ErrorCode::kPayloadTooLarge, "the request body is larger than " +
+                                                      std::to_string(max_body_bytes) + " bytes");
+  }
+  if (ec == http::error::header_limit) {
+    return MakeError(ErrorCode::kBadRequest, "the request headers are too large");
+  }
+  return MakeError(ErrorCode::kBadRequest, "malformed HTTP request: " + ec.message());
+}
+
+void ReadRefusedRequest(const BeastRequest& msg, HttpRequest& out) {
+  out.method =
+      SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
+  std::string_view target(msg.target().data(), msg.target().size());
+  out.path = SanitizeUtf8(target.substr(0, target.find('?')));
+  auto id = msg.find("X-Request-Id");
+  if (id != msg.end()) out.headers.emplace_back("X-Request-Id", std::string(id->value()));
+}
+
 Status CheckCaptures(const std::vector<std::string>& captures) {
   for (const std::string& c : captures) {
     if (!IsValidUtf8(c) || c.find('\0') != std::string::npos) {

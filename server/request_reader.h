@@ -11,6 +11,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 // clang-format on
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -24,6 +25,16 @@ using BeastRequest = boost::beast::http::request<boost::beast::http::string_body
 // printable (ill-formed bytes are replaced), so that a refused request can still be
 // logged; on error `out` holds the method, that path and the headers.
 Status ReadRequest(BeastRequest& msg, HttpRequest& out);
+
+// What the transport could not read becomes, if it is to be answered at all: nullopt
+// when the peer went away or timed out (nothing to answer), else the error to answer
+// (413 over `max_body_bytes`, 400 for headers too large or malformed framing).
+std::optional<Error> TransportError(const boost::system::error_code& ec, size_t max_body_bytes);
+
+// Fills `out` with what is known of a request the transport refused (method, printable
+// path, X-Request-Id), for its answer and its access-log line. `msg` is the parser's
+// message once its header was read.
+void ReadRefusedRequest(const BeastRequest& msg, HttpRequest& out);
 
 // A capture of the route (percent-decoded path segment) as handlers may use it:
 // valid UTF-8 without NUL. Otherwise 400 naming the segment.

@@ -143,29 +143,11 @@ void Handle(BeastRequest& msg, bool keep_alive) {
 // Session::ReadFailed and WriteError: the answer to a request that could not be read,
 // if any (a peer that went away gets none), with what is known of the request.
 void ReadFailed(beast::error_code ec, const Parser& parser, const HttpServerOptions& options) {
-  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-      ec.category() != http::make_error_code(http::error::bad_target).category()) {
-    return;
-  }
-  Error e = MakeError(ErrorCode::kBadRequest, "malformed HTTP request: " + ec.message());
-  if (ec == http::error::body_limit) {
-    e = MakeError(
-        ErrorCode::kPayloadTooLarge,
-        "the request body is larger than " + std::to_string(options.max_body_bytes) + " bytes");
-  } else if (ec == http::error::header_limit) {
-    e = MakeError(ErrorCode::kBadRequest, "the request headers are too large");
-  }
+  std::optional<Error> e = TransportError(ec, options.max_body_bytes);
+  if (!e) return;
   HttpRequest req;
-  if (parser.is_header_done()) {
-    const auto& msg = parser.get();
-    req.method =
-        SanitizeUtf8(std::string_view(msg.method_string().data(), msg.method_string().size()));
-    std::string_view target(msg.target().data(), msg.target().size());
-    req.path = SanitizeUtf8(target.substr(0, target.find('?')));
-    auto id = msg.find("X-Request-Id");
-    if (id != msg.end()) req.headers.emplace_back("X-Request-Id", std::string(id->value()));
-  }
-  Answer(req, ErrorResponse(e), false);
+  if (parser.is_header_done()) ReadRefusedRequest(parser.get(), req);
+  Answer(req, ErrorResponse(*e), false);
 }
 
 // Reads requests from `bytes` as one connection would; returns when it would close.
