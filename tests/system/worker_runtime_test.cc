@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <set>
+#include <thread>
 
 #include "tests/system/worker_fixture.h"
 
@@ -77,6 +78,12 @@ TEST_CASE("a failing command is retried, then the job fails with its stderr") {
   std::string errors = job["errors"].dump();
   CHECK(errors.find("exit 3: boom on attempt 1") != std::string::npos);
   CHECK(errors.find("exit 3: boom on attempt 3") != std::string::npos);
+  // The worker logs its last line after the server has the job failed: wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (Count(worker->ReadLog(), "outcome=failed state=failed") == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
   CHECK(Count(worker->ReadLog(), "outcome=failed state=queued") == 2);
   CHECK(Count(worker->ReadLog(), "outcome=failed state=failed") == 1);
 }
