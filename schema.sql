@@ -1,4 +1,7 @@
--- sluice schema (SQLite). Applied by store/ at start; every statement is idempotent.
+-- sluice schema (SQLite): the current schema, applied to a new database, which is then
+-- recorded at the latest version; older databases are upgraded by the numbered files of
+-- store/sql/sqlite/migrations/ (store/sql/sqlite/migrate.sql). Change both together:
+-- tests/store/migrations_test.cc checks that they give the same schema.
 -- Times are integer microseconds since the Unix epoch. "now" is always a bound
 -- parameter, never CURRENT_TIMESTAMP: time has one source.
 
@@ -22,8 +25,7 @@ CREATE TABLE IF NOT EXISTS buckets (
   queued_count  INTEGER NOT NULL DEFAULT 0 CHECK (queued_count >= 0),
   queued_cost   INTEGER NOT NULL DEFAULT 0 CHECK (queued_cost >= 0),
   leased        INTEGER NOT NULL DEFAULT 0 CHECK (leased >= 0),
-  -- totals since the bucket was created (store/sqlite_store.cc kMigrations adds them
-  -- to databases made before they existed)
+  -- totals since the bucket was created
   admitted_total        INTEGER NOT NULL DEFAULT 0,
   released_total        INTEGER NOT NULL DEFAULT 0,
   succeeded_total       INTEGER NOT NULL DEFAULT 0,

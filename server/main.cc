@@ -22,7 +22,7 @@
 #include "server/maintenance.h"
 #include "server/metrics.h"
 #include "server/request_reader.h"
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "server/app.h"
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice::fuzz {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "shaper/clock.h"
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {

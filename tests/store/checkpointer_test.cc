@@ -1,6 +1,6 @@
 // The Checkpointer (store/checkpointer.h): under a steady stream of commits the WAL
 // starts over from its beginning instead of growing without end.
-#include "store/checkpointer.h"
+#include "store/sqlite/checkpointer.h"
 
 #include <sys/stat.h>
 
@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "store/sqlite.h"
-#include "store/writer.h"
+#include "store/sqlite/sqlite.h"
+#include "store/sqlite/writer.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite_store.h"
 #include "tests/testutil/manual_clock.h"
 #include "tests/testutil/temp_dir.h"
 

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "store/sqlite.h"
-#include "store/sqlite_store.h"
+#include "store/sqlite/sqlite.h"
+#include "store/sqlite/sqlite_store.h"
 #include "tests/store/store_fixture.h"
 
 namespace sluice {
@@ -829,42 +829,6 @@ TEST_CASE("The job a submit returns is the job stored, field for field", "[store
   CHECK((b.lease_ms == 5000 && b.max_attempts == 9 && b.traceparent == full.traceparent));
   const JobRecord& d = stored[3];
   CHECK(d.deadline == d.created_at + 60 * kSecond);
-}
-
-TEST_CASE("Opening a database made before jobs_delayed drops the index it replaced", "[store]") {
-  StoreFixture f;
-  f.Close();
-  const char* kIndexes =
-      "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN "
-      "('jobs_queued_available', 'jobs_delayed') ORDER BY name";
-  {
-    sqlite::Db old(f.db_path(), "FULL", 5000);
-    old.Exec(
-        "CREATE INDEX jobs_queued_available ON jobs (queue, available_at) "
-        "WHERE state = 'queued'");
-  }
-  f.Open();
-  f.Close();
-  std::vector<std::string> names;
-  {
-    sqlite::Db db(f.db_path(), "FULL", 5000);
-    sqlite::Stmt s = db.Prepare(kIndexes);
-    while (s.Step()) names.push_back(s.Text(0));
-  }
-  CHECK(names == std::vector<std::string>{"jobs_delayed"});
-
-  // A delayed job still sets the dispatcher's wake-up time on the migrated file.
-  f.Open();
-  f.PutQueue("export", MakePolicy(1'000'000));
-  NewJob later;
-  later.queue = "export";
-  later.tenant = "acme";
-  later.not_before = f.now() + kSecond;
-  f.Admit(later);
-  LeaseOutcome out = f.Lease({"export"});
-  CHECK(out.jobs.empty());
-  REQUIRE(out.wake_at);
-  CHECK(*out.wake_at == *later.not_before);
 }
 
 }  // namespace

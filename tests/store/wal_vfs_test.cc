@@ -1,7 +1,7 @@
 // The coalescing WAL VFS (store/wal_vfs.h): one write per commit, every commit readable
 // by another connection as soon as it returns, and a write the kernel refuses fails
 // the commit instead of being lost in a buffer.
-#include "store/wal_vfs.h"
+#include "store/sqlite/wal_vfs.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <csignal>
 #include <string>
 
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {

@@ -1,7 +1,7 @@
 // The group-committing Writer (store/writer.h): concurrent callers share transactions,
 // and an operation that fails inside a batch leaves nothing behind without undoing the
 // others (invariant 1).
-#include "store/writer.h"
+#include "store/sqlite/writer.h"
 
 #include <unistd.h>
 
@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 #include "tests/store/store_fixture.h"
 #include "tests/testutil/temp_dir.h"
 

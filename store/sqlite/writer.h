@@ -51,7 +51,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 
 namespace sluice {
 

@@ -1,4 +1,4 @@
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 
 #include <mutex>
 

@@ -1,4 +1,4 @@
-#include "store/wal_vfs.h"
+#include "store/sqlite/wal_vfs.h"
 
 #include <sqlite3.h>
 
@@ -10,7 +10,7 @@
 #include <new>
 #include <vector>
 
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 
 namespace sluice::sqlite {
 namespace {

@@ -1,5 +1,8 @@
-// Store on one SQLite file: WAL, synchronous=FULL by default, every write through the
-// group-committing Writer, reads on a small pool of read-only connections.
+// The store engine: every rule of the Store contract (store/store.h) that decides —
+// admission, idempotency, release selection across buckets, caps, the end of an
+// attempt (retry, fail, lapsed lease), expiry, cleaning — over a Driver's transactions.
+// The shaper (pure) makes each decision; the driver (storage only) reads and writes the
+// rows. Caches of stored policies and tokens live here, for every driver alike.
 // Thread-safe.
 #pragma once
 
@@ -10,30 +13,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include "store/checkpointer.h"
-#include "store/sqlite.h"
+#include "store/engine/driver.h"
 #include "store/store.h"
-#include "store/writer.h"
 
 namespace sluice {
 
-struct SqliteStoreOptions {
-  std::string path;                     // the database file (created if missing)
-  std::string synchronous = "FULL";     // FULL: an acknowledged job survives power loss
-  int busy_timeout_ms = 5000;           // how long a statement waits on a lock
-  size_t max_batch = 512;               // operations per group commit
+struct EngineOptions {
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
-  // Where the completions of asynchronous writes run, once per group commit (see
-  // Writer); default: on the thread that finishes them. Must outlive the store.
-  Writer::Executor completions;
-  Writer::CommitObserver on_commit;  // see Writer
-  Writer::FlushObserver on_flush;    // see Writer
 };
 
-class SqliteStore final : public Store {
+class Engine : public Store {
  public:
-  static Result<std::unique_ptr<SqliteStore>> Open(SqliteStoreOptions options);
-  ~SqliteStore() override;
+  Engine(std::unique_ptr<Driver> driver, EngineOptions options);
+  ~Engine() override;
 
   Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
                              Micros now) override;
@@ -67,31 +59,29 @@ class SqliteStore final : public Store {
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;
-  // Served from memory after the first read: every token change goes through this
-  // store, and each one drops the token from the cache once it is committed.
+  // Served from memory after the first read; every token change made through this
+  // engine drops the token from the cache once it is committed.
   Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
   Result<std::vector<TokenRecord>> ListTokens() override;
   Result<TokenRecord> RevokeToken(const std::string& id, Micros now) override;
 
-  const Writer& writer() const { return *writer_; }
+ protected:
+  Driver& driver() { return *driver_; }
 
  private:
-  explicit SqliteStore(SqliteStoreOptions options);
-
-  // Runs `fn` on a pooled read connection, turning SqliteError into an Error.
   template <typename T>
-  Result<T> Read(const std::function<Result<T>(sqlite::Db&)>& fn);
+  void WriteAsync(std::function<Result<T>(Tx&)> fn, Done<T> done, Driver::Sync sync);
+  template <typename T>
+  Result<T> Write(std::function<Result<T>(Tx&)> fn, Driver::Sync sync = Driver::Sync::kDurable);
+  template <typename T>
+  Result<T> Read(const std::function<Result<T>(Tx&)>& fn);
 
-  Result<std::optional<TokenRecord>> ReadToken(const std::string& id);
   void ForgetToken(const std::string& id);
 
   static constexpr size_t kTokenCacheSize = 10000;
 
-  SqliteStoreOptions options_;
-  std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
-  std::unique_ptr<Writer> writer_;
-  std::mutex readers_mu_;
-  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_
+  std::unique_ptr<Driver> driver_;
+  EngineOptions options_;
   std::mutex tokens_mu_;
   std::unordered_map<std::string, TokenRecord> token_cache_;  // guarded by tokens_mu_
 };

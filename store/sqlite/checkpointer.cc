@@ -1,4 +1,4 @@
-#include "store/checkpointer.h"
+#include "store/sqlite/checkpointer.h"
 
 namespace sluice {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "store/sqlite.h"
+#include "store/sqlite/sqlite.h"
 
 namespace sluice {
 

@@ -1,4 +1,4 @@
-#include "store/writer.h"
+#include "store/sqlite/writer.h"
 
 #include <fcntl.h>
 #include <pthread.h>

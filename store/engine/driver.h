@@ -1,0 +1,43 @@
+// What a storage driver gives the engine: transactions. Everything else a driver does
+// (connections, statements, schema, migrations, how a commit is made durable) stays
+// behind this interface; the engine never sees SQL.
+//
+// A write runs an operation inside a transaction and calls back once that transaction
+// is committed (and, for kDurable, durable) or has failed. The operation may share its
+// transaction with others (group commit on SQLite): its own failure (a returned Error)
+// rolls back only its own changes. A driver may run an operation more than once (a
+// PostgreSQL serialization failure or deadlock is retried), so an operation must do
+// nothing but read and write through its Tx.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "common/error.h"
+#include "store/engine/tx.h"
+
+namespace sluice {
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+
+  // Whether the caller hears back once the change is durable (kDurable) or once it is
+  // committed and visible to every reader (kCommitted: a power loss may forget it; a
+  // lease, whose loss leaves its job queued, is answered so).
+  enum class Sync { kDurable, kCommitted };
+
+  // An operation: reads and writes through the Tx; an Error rolls back its changes.
+  using Op = std::function<std::optional<Error>(Tx&)>;
+  // Called once: with nothing when the operation's transaction committed and the
+  // operation succeeded, else with the operation's own Error or the transaction's
+  // failure (storage_unavailable). Must be quick and never block; it runs on a driver
+  // thread (or the driver's completions executor).
+  using Done = std::function<void(std::optional<Error>)>;
+
+  virtual void Write(Op op, Done done, Sync sync) = 0;
+  // Runs `op` on a consistent read-only snapshot and returns its Error or nothing.
+  virtual std::optional<Error> Read(const Op& op) = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,485 @@
+#include "store/engine/engine.h"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <random>
+
+#include "common/random.h"
+#include "shaper/backoff.h"
+#include "shaper/dispatch.h"
+#include "store/engine/attempts.h"
+#include "store/engine/release.h"
+#include "store/engine/stored_policy.h"
+
+namespace sluice {
+namespace {
+
+// Why a guarded transition changed nothing: the job is unknown (not_found), or it is
+// not in the state the transition needs (`otherwise`).
+Error MissingOr(Tx& tx, const std::string& id, Error otherwise) {
+  if (!tx.JobExists(id)) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+  return otherwise;
+}
+
+Error LostOrMissing(Tx& tx, const std::string& id) {
+  return MissingOr(tx, id,
+                   MakeError(ErrorCode::kLeaseLost,
+                             "the lease is not held: it expired, was "
+                             "never granted, or the job moved on"));
+}
+
+std::optional<QueueInfo> LoadQueue(Tx& tx, const std::string& name) {
+  auto row = tx.LoadQueue(name);
+  if (!row) return std::nullopt;
+  return QueueFromRowOrThrow(*row);
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
+    : driver_(std::move(driver)), options_(std::move(options)) {
+  if (!options_.unit_random) {
+    auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
+    auto mu = std::make_shared<std::mutex>();
+    options_.unit_random = [rng, mu] {
+      std::lock_guard lock(*mu);
+      return std::uniform_real_distribution<double>(0.0, 1.0)(*rng);
+    };
+  }
+}
+
+Engine::~Engine() = default;
+
+template <typename T>
+void Engine::WriteAsync(std::function<Result<T>(Tx&)> fn, Done<T> done, Driver::Sync sync) {
+  auto slot = std::make_shared<std::optional<Result<T>>>();
+  driver_->Write(
+      [fn = std::move(fn), slot](Tx& tx) -> std::optional<Error> {
+        *slot = fn(tx);
+        if (!(*slot)->ok()) return (*slot)->error();
+        return std::nullopt;
+      },
+      [slot, done = std::move(done)](std::optional<Error> failure) {
+        if (failure) {
+          done(*failure);
+        } else {
+          done(std::move(**slot));
+        }
+      },
+      sync);
+}
+
+template <typename T>
+Result<T> Engine::Write(std::function<Result<T>(Tx&)> fn, Driver::Sync sync) {
+  std::promise<Result<T>> promise;
+  auto future = promise.get_future();
+  WriteAsync<T>(
+      std::move(fn), [&promise](Result<T> r) { promise.set_value(std::move(r)); }, sync);
+  return future.get();
+}
+
+template <typename T>
+Result<T> Engine::Read(const std::function<Result<T>(Tx&)>& fn) {
+  std::optional<Result<T>> slot;
+  std::optional<Error> failure = driver_->Read([&](Tx& tx) -> std::optional<Error> {
+    slot = fn(tx);
+    if (!slot->ok()) return slot->error();
+    return std::nullopt;
+  });
+  if (failure) return *failure;
+  return std::move(*slot);
+}
+
+// ---- Queues ------------------------------------------------------------------------
+
+Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy,
+                                   Micros now) {
+  std::string text = PolicyToJson(policy).dump();
+  return Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
+    tx.UpsertQueue(name, text, tx.Now(now));
+    QueueInfo q = *LoadQueue(tx, name);
+    q.stats = tx.LoadQueueStats(name);
+    return q;
+  });
+}
+
+Result<QueueInfo> Engine::GetQueue(const std::string& name) {
+  return Read<QueueInfo>([&](Tx& tx) -> Result<QueueInfo> {
+    auto q = LoadQueue(tx, name);
+    if (!q) return UnknownQueue(name);
+    q->stats = tx.LoadQueueStats(name);
+    return *q;
+  });
+}
+
+Status Engine::CheckQueue(const std::string& name) {
+  return Read<Ok>([&](Tx& tx) -> Status {
+    if (!tx.QueueExists(name)) return UnknownQueue(name);
+    return Ok{};
+  });
+}
+
+Result<std::vector<QueueInfo>> Engine::ListQueues() {
+  return Read<std::vector<QueueInfo>>([&](Tx& tx) -> Result<std::vector<QueueInfo>> {
+    std::vector<QueueInfo> out;
+    for (auto& [row, stats] : tx.ListQueues()) {
+      auto q = QueueFromRow(row);
+      if (!q.ok()) return q.error();
+      q.value().stats = stats;
+      out.push_back(std::move(q.value()));
+    }
+    return out;
+  });
+}
+
+Result<std::vector<BucketInfo>> Engine::ListBuckets(const std::string& queue) {
+  return Read<std::vector<BucketInfo>>([&](Tx& tx) -> Result<std::vector<BucketInfo>> {
+    auto q = LoadQueue(tx, queue);
+    if (!q) return UnknownQueue(queue);
+    std::vector<BucketInfo> out;
+    for (const BucketRow& row : tx.ListBuckets(queue)) {
+      BucketInfo b;
+      b.tenant = row.tenant;
+      b.queued = row.queued;
+      b.queued_cost = row.queued_cost;
+      b.leased = row.leased;
+      b.policy = q->policy.ForTenant(b.tenant);
+      if (b.queued > 0) b.next_release_at = ReleaseAt(b.policy, row.tat);
+      b.oldest_queued_at = row.oldest_queued_at;
+      b.totals = row.totals;
+      out.push_back(std::move(b));
+    }
+    return out;
+  });
+}
+
+Status Engine::SetPaused(const std::string& queue, bool paused, Micros now) {
+  return Write<Ok>([queue, paused, now](Tx& tx) -> Status {
+    if (!tx.SetPaused(queue, paused, tx.Now(now))) return UnknownQueue(queue);
+    return Ok{};
+  });
+}
+
+Status Engine::DeleteQueue(const std::string& queue) {
+  return Write<Ok>([queue](Tx& tx) -> Status {
+    if (!tx.LockQueue(queue)) return UnknownQueue(queue);
+    if (tx.QueueBusy(queue) > 0) {
+      return MakeError(ErrorCode::kConflict, "queue '" + queue +
+                                                 "' still has queued or leased jobs: pause it "
+                                                 "and let it drain (or cancel them) first");
+    }
+    if (!tx.DeleteQueue(queue)) return UnknownQueue(queue);
+    return Ok{};
+  });
+}
+
+Result<std::vector<TenantBacklog>> Engine::Backlog(const std::string& queue) {
+  return Read<std::vector<TenantBacklog>>([&](Tx& tx) -> Result<std::vector<TenantBacklog>> {
+    if (!tx.QueueExists(queue)) return UnknownQueue(queue);
+    std::vector<TenantBacklog> out;
+    std::map<std::string, size_t> index;
+    for (auto& [tenant, tat] : tx.BacklogBuckets(queue)) {
+      index[tenant] = out.size();
+      out.push_back(TenantBacklog{tenant, tat, {}});
+    }
+    for (auto& [tenant, job] : tx.BacklogJobs(queue)) {
+      auto it = index.find(tenant);
+      if (it == index.end()) continue;  // every queued job has a bucket
+      out[it->second].jobs.push_back(job);
+    }
+    return out;
+  });
+}
+
+// ---- Jobs --------------------------------------------------------------------------
+
+void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done) {
+  WriteAsync<SubmitOutcome>(
+      [job = std::move(job), caller_now](Tx& tx) -> Result<SubmitOutcome> {
+        const Micros now = tx.Now(caller_now);
+        auto q = LoadQueue(tx, job.queue);
+        if (!q) return UnknownQueue(job.queue);
+        SubmitOutcome out;
+        out.policy = q->policy.ForTenant(job.tenant);
+        out.policy_version = q->version;
+        // The bucket is read under its lock: admissions to one bucket are decided one
+        // at a time, whichever process makes them.
+        BucketState bucket = tx.LockBucket(job.queue, job.tenant);
+        if (job.idempotency_key) {
+          if (auto seen = tx.SelectIdempotency(job.tenant, *job.idempotency_key)) {
+            if (seen->body_hash != job.body_hash) {
+              return MakeError(ErrorCode::kIdempotencyKeyReused,
+                               "this Idempotency-Key was used with a different request body");
+            }
+            out.job = tx.SelectJob(seen->job_id);
+            if (!out.job) return MakeError(ErrorCode::kInternal, "idempotent job vanished");
+            out.replayed = true;
+            out.decision.outcome = AdmissionOutcome::kAdmitted;
+            out.decision.estimated_start = out.job->estimated_start;
+            out.decision.remaining = std::max<int64_t>(0, out.policy.capacity - bucket.queued_cost);
+            return out;
+          }
+        }
+        AdmissionRequest req;
+        req.cost = job.cost;
+        req.not_before = job.not_before;
+        req.deadline = job.deadline;
+        if (!req.deadline && q->policy.default_deadline_ms > 0) {
+          req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
+        }
+        out.decision = Admit(out.policy, bucket, req, now);
+        if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
+
+        JobRecord& j = out.job.emplace();
+        j.id = TimeOrderedId("job_", now, 6);
+        j.queue = job.queue;
+        j.tenant = job.tenant;
+        j.payload = job.payload;
+        j.cost = job.cost;
+        j.max_attempts = job.max_attempts.value_or(q->policy.max_attempts);
+        j.lease_ms = job.lease_ms.value_or(q->policy.lease_ms);
+        j.policy_version = q->version;
+        j.created_at = now;
+        j.not_before = job.not_before;
+        j.available_at = std::max(now, job.not_before.value_or(now));
+        j.deadline = req.deadline;
+        j.estimated_start = out.decision.estimated_start;
+        j.traceparent = job.traceparent;
+        tx.InsertJob(j);
+        tx.BucketAdmitted(job.queue, job.tenant, job.cost);
+        if (job.idempotency_key) {
+          tx.InsertIdempotency(job.tenant, *job.idempotency_key, job.body_hash, j.id, now);
+        }
+        return out;
+      },
+      std::move(done), Driver::Sync::kDurable);
+}
+
+Result<JobRecord> Engine::GetJob(const std::string& id) {
+  return Read<JobRecord>([&](Tx& tx) -> Result<JobRecord> {
+    auto job = tx.SelectJob(id);
+    if (!job) return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+    return std::move(*job);
+  });
+}
+
+Result<QueuedJobExplanation> Engine::ExplainQueued(const JobRecord& job, Micros caller_now) {
+  return Read<QueuedJobExplanation>([&](Tx& tx) -> Result<QueuedJobExplanation> {
+    const Micros now = tx.Now(caller_now);
+    auto q = LoadQueue(tx, job.queue);
+    if (!q) return UnknownQueue(job.queue);
+    QueueView qv;
+    qv.leased = tx.LoadQueueStats(job.queue).leased;
+    qv.max_inflight = q->policy.max_inflight;
+    qv.paused = q->paused;
+    BucketState bucket = tx.LoadBucket(job.queue, job.tenant);
+    BucketView bv;
+    bv.policy = q->policy.ForTenant(job.tenant);
+    bv.tat = bucket.tat;
+    bv.leased = bucket.leased;
+    const int64_t ahead = tx.CostAhead(job.queue, job.tenant, job.id, now);
+    QueuedJobExplanation out;
+    out.estimated_start =
+        std::max(job.available_at, EstimatedStart(bv.policy, bucket.tat, ahead, now));
+    out.blocked_by = QueuedJobBlockedBy(qv, bv, job.available_at, out.estimated_start,
+                                        /*worker_waiting=*/true, now);
+    return out;
+  });
+}
+
+std::vector<Result<LeaseOutcome>> Engine::LeaseMany(const std::vector<LeaseRequest>& requests,
+                                                    Micros caller_now, Micros horizon) {
+  using Outcomes = std::vector<LeaseOutcome>;
+  const Micros lookahead = std::max<Micros>(0, horizon - caller_now);
+  // Leases are answered once committed, not flushed: a lease a power loss forgets
+  // leaves its job queued, to be leased again (a worker holding the forgotten lease
+  // gets lease_lost on its ack). Anything durable that follows flushes them too.
+  auto r = Write<Outcomes>(
+      [&requests, caller_now, lookahead](Tx& tx) -> Result<Outcomes> {
+        const Micros now = tx.Now(caller_now);
+        (void)ReapLapsedLeases(tx, now);
+        (void)ExpireDue(tx, now);
+        Outcomes out(requests.size());
+        LeaseAll(tx, requests, out, now, now + lookahead);
+        return out;
+      },
+      Driver::Sync::kCommitted);
+  std::vector<Result<LeaseOutcome>> results;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (r.ok()) {
+      results.emplace_back(std::move(r.value()[i]));
+    } else {
+      results.emplace_back(r.error());
+    }
+  }
+  return results;
+}
+
+void Engine::CompleteAsync(std::string id, std::string lease_id,
+                           std::optional<std::string> result, Micros caller_now,
+                           Done<JobRecord> done) {
+  WriteAsync<JobRecord>(
+      [id = std::move(id), lease_id = std::move(lease_id), result = std::move(result),
+       caller_now](Tx& tx) -> Result<JobRecord> {
+        auto job = tx.CompleteJob(id, lease_id, result, tx.Now(caller_now));
+        if (!job) return LostOrMissing(tx, id);
+        tx.BucketLeaseEnded(job->queue, job->tenant, LeaseEnd{.succeeded = true});
+        return std::move(*job);
+      },
+      std::move(done), Driver::Sync::kDurable);
+}
+
+void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros caller_now,
+                       Done<JobRecord> done) {
+  WriteAsync<JobRecord>(
+      [this, id = std::move(id), lease_id = std::move(lease_id), fail = std::move(fail),
+       caller_now](Tx& tx) -> Result<JobRecord> {
+        const Micros now = tx.Now(caller_now);
+        auto lease = tx.SelectLiveLease(id, lease_id, now);
+        if (!lease) return LostOrMissing(tx, id);
+        const AttemptEnd end{.error = fail.error, .retryable = fail.retryable,
+                             .timed_out = false, .delay_ms = fail.retry_in_ms};
+        auto backoff = [&] {
+          auto q = LoadQueue(tx, lease->queue);
+          if (!q) return int64_t{0};
+          return FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
+                                     lease->attempt, options_.unit_random());
+        };
+        auto job = EndLeasedAttempt(tx, *lease, end, now, backoff);
+        if (!job) return LostOrMissing(tx, id);
+        return std::move(*job);
+      },
+      std::move(done), Driver::Sync::kDurable);
+}
+
+void Engine::HeartbeatAsync(std::string id, std::string lease_id, std::optional<int64_t> extend_ms,
+                            Micros caller_now, Done<JobRecord> done) {
+  WriteAsync<JobRecord>(
+      [id = std::move(id), lease_id = std::move(lease_id), extend_ms,
+       caller_now](Tx& tx) -> Result<JobRecord> {
+        auto job = tx.Heartbeat(id, lease_id, extend_ms, tx.Now(caller_now));
+        if (!job) return LostOrMissing(tx, id);
+        return std::move(*job);
+      },
+      std::move(done), Driver::Sync::kDurable);
+}
+
+Result<JobRecord> Engine::Cancel(const std::string& id, Micros caller_now) {
+  return Write<JobRecord>([id, caller_now](Tx& tx) -> Result<JobRecord> {
+    auto job = tx.Cancel(id, tx.Now(caller_now));
+    if (!job) {
+      return MissingOr(tx, id,
+                       MakeError(ErrorCode::kConflict, "only a queued job can be canceled"));
+    }
+    tx.BucketDequeued(job->queue, job->tenant, job->cost, /*expired=*/false);
+    return std::move(*job);
+  });
+}
+
+Result<JobRecord> Engine::Retry(const std::string& id, Micros caller_now) {
+  return Write<JobRecord>([id, caller_now](Tx& tx) -> Result<JobRecord> {
+    auto job = tx.Retry(id, tx.Now(caller_now));
+    if (!job) {
+      return MissingOr(
+          tx, id, MakeError(ErrorCode::kConflict, "only a failed or expired job can be retried"));
+    }
+    tx.BucketAdmitted(job->queue, job->tenant, job->cost);
+    return std::move(*job);
+  });
+}
+
+Result<JobPage> Engine::ListJobs(const JobFilter& f) {
+  return Read<JobPage>([&](Tx& tx) -> Result<JobPage> {
+    JobPage page;
+    int64_t last = 0;
+    for (auto& [job, seq] : tx.ListJobs(f)) {
+      page.jobs.push_back(std::move(job));
+      last = seq;
+    }
+    if (static_cast<int64_t>(page.jobs.size()) == f.limit) page.next_after_seq = last;
+    return page;
+  });
+}
+
+// ---- Maintenance -------------------------------------------------------------------
+
+Result<MaintenanceCounts> Engine::ReapLeases(Micros caller_now) {
+  return Write<MaintenanceCounts>([caller_now](Tx& tx) -> Result<MaintenanceCounts> {
+    return ReapLapsedLeases(tx, tx.Now(caller_now));
+  });
+}
+
+Result<MaintenanceCounts> Engine::ExpireDeadlines(Micros caller_now) {
+  return Write<MaintenanceCounts>([caller_now](Tx& tx) -> Result<MaintenanceCounts> {
+    MaintenanceCounts c;
+    c.expired = ExpireDue(tx, tx.Now(caller_now));
+    return c;
+  });
+}
+
+Result<MaintenanceCounts> Engine::Clean(Micros finished_before, int64_t limit) {
+  return Write<MaintenanceCounts>([finished_before, limit](Tx& tx) -> Result<MaintenanceCounts> {
+    MaintenanceCounts c;
+    c.cleaned = tx.CleanJobs(finished_before, limit);
+    tx.CleanIdempotencyKeys(finished_before, limit);
+    return c;
+  });
+}
+
+Status Engine::Probe(Micros caller_now) {
+  return Write<Ok>([caller_now](Tx& tx) -> Status {
+    tx.Probe(tx.Now(caller_now));
+    return Ok{};
+  });
+}
+
+// ---- Tokens ------------------------------------------------------------------------
+
+Status Engine::CreateToken(const TokenRecord& t) {
+  Status st = Write<Ok>([t](Tx& tx) -> Status {
+    tx.InsertToken(t);
+    return Ok{};
+  });
+  ForgetToken(t.id);
+  return st;
+}
+
+void Engine::ForgetToken(const std::string& id) {
+  std::lock_guard lock(tokens_mu_);
+  token_cache_.erase(id);
+}
+
+Result<std::optional<TokenRecord>> Engine::FindToken(const std::string& id) {
+  {
+    std::lock_guard lock(tokens_mu_);
+    if (auto it = token_cache_.find(id); it != token_cache_.end()) {
+      return std::optional<TokenRecord>(it->second);
+    }
+  }
+  auto found = Read<std::optional<TokenRecord>>(
+      [&](Tx& tx) -> Result<std::optional<TokenRecord>> { return tx.SelectToken(id); });
+  if (found.ok() && found.value()) {
+    std::lock_guard lock(tokens_mu_);
+    if (token_cache_.size() >= kTokenCacheSize) token_cache_.clear();
+    token_cache_.emplace(id, *found.value());
+  }
+  return found;
+}
+
+Result<std::vector<TokenRecord>> Engine::ListTokens() {
+  return Read<std::vector<TokenRecord>>(
+      [&](Tx& tx) -> Result<std::vector<TokenRecord>> { return tx.ListTokens(); });
+}
+
+Result<TokenRecord> Engine::RevokeToken(const std::string& id, Micros caller_now) {
+  auto r = Write<TokenRecord>([id, caller_now](Tx& tx) -> Result<TokenRecord> {
+    auto t = tx.RevokeToken(id, tx.Now(caller_now));
+    if (!t) return MakeError(ErrorCode::kNotFound, "token '" + id + "' does not exist");
+    return std::move(*t);
+  });
+  ForgetToken(id);  // after the commit: the next request reads the revocation
+  return r;
+}
+
+}  // namespace sluice

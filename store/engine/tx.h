@@ -1,0 +1,186 @@
+// The narrow transaction interface between the engine and a storage driver: every row
+// operation the engine needs, typed, and nothing that decides. A driver implements each
+// method with one named statement (store/sql/<driver>/statements.sql) or two; the engine
+// (store/engine/) holds every rule. A Tx lives for one transaction (or one read
+// snapshot) on one connection and is used by one thread at a time.
+//
+// Guarded transitions return std::nullopt (or false, or 0) when no row matched: the
+// caller lost a race or named something that is not in the needed state; the engine
+// turns that into the caller's error. A driver error (lost connection, disk) is thrown
+// as the driver's own exception and becomes storage_unavailable (or internal) at the
+// driver boundary, which rolls the operation back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/time.h"
+#include "shaper/admission.h"
+#include "shaper/gcra.h"
+#include "store/store.h"
+
+namespace sluice {
+
+// A queue row as stored: the policy is its JSON text (the engine parses it).
+struct QueueRow {
+  std::string name;
+  std::string policy;
+  int64_t version = 1;
+  bool paused = false;
+};
+
+// A bucket and its first available queued job (the head), for release selection.
+struct BucketHeadRow {
+  std::string tenant;
+  ScheduleInstant tat;
+  int64_t leased = 0;
+  int64_t head_seq = 0;
+  int64_t head_cost = 1;
+  std::optional<Micros> head_deadline;
+};
+
+struct HeadRow {
+  int64_t seq = 0;
+  int64_t cost = 1;
+  std::optional<Micros> deadline;
+};
+
+// A bucket as the admin views list it.
+struct BucketRow {
+  std::string tenant;
+  int64_t queued = 0;
+  int64_t queued_cost = 0;
+  int64_t leased = 0;
+  ScheduleInstant tat;
+  std::optional<Micros> oldest_queued_at;
+  Totals totals;
+};
+
+// A live lease (or one that ran out), with what the retry decision needs.
+struct LeaseRow {
+  int64_t seq = 0;
+  std::string queue, tenant;
+  int64_t cost = 1, attempt = 0, max_attempts = 1;
+  std::optional<Micros> deadline;
+};
+
+struct ExpiredRow {
+  std::string queue, tenant;
+  int64_t cost = 1;
+};
+
+struct IdempotencyRow {
+  std::string body_hash;
+  std::string job_id;
+};
+
+// How a lease ended, for a bucket's counters.
+struct LeaseEnd {
+  bool succeeded = false;
+  bool failed = false;     // for good
+  bool timed_out = false;  // the lease ran out
+};
+
+class Tx {
+ public:
+  virtual ~Tx() = default;
+
+  // The time of this transaction's decisions: `caller` on a driver whose clock is the
+  // caller's (SQLite: one process), the database's own clock on a driver shared by
+  // several processes (PostgreSQL), read inside this transaction.
+  virtual Micros Now(Micros caller) = 0;
+
+  // Queues.
+  virtual std::optional<QueueRow> LoadQueue(const std::string& name) = 0;
+  // LoadQueue holding a lock on the queue row until the transaction ends, so that
+  // releases from one queue are decided one transaction at a time across processes.
+  // Callers lock queues in name order.
+  virtual std::optional<QueueRow> LockQueue(const std::string& name) = 0;
+  virtual bool QueueExists(const std::string& name) = 0;
+  virtual QueueStats LoadQueueStats(const std::string& name) = 0;
+  virtual std::vector<std::pair<QueueRow, QueueStats>> ListQueues() = 0;
+  virtual void UpsertQueue(const std::string& name, const std::string& policy, Micros now) = 0;
+  virtual bool SetPaused(const std::string& name, bool paused, Micros now) = 0;
+  virtual int64_t QueueBusy(const std::string& name) = 0;  // queued + leased jobs
+  virtual bool DeleteQueue(const std::string& name) = 0;
+
+  // Buckets. LockBucket reads the bucket's state holding a lock on it (a missing bucket
+  // reads as empty; whether a row lock is taken for it then is the driver's concern:
+  // the admission that follows adds it with BucketAdmitted).
+  virtual BucketState LoadBucket(const std::string& queue, const std::string& tenant) = 0;
+  virtual BucketState LockBucket(const std::string& queue, const std::string& tenant) = 0;
+  virtual std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now) = 0;
+  virtual std::optional<HeadRow> BucketHead(const std::string& queue, const std::string& tenant,
+                                            Micros now) = 0;
+  virtual std::vector<BucketRow> ListBuckets(const std::string& queue) = 0;
+  virtual std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
+      const std::string& queue) = 0;
+  // Queued jobs of a queue by tenant, FIFO: (tenant, cost, deadline).
+  virtual std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(
+      const std::string& queue) = 0;
+  // Counter changes, each in step with a job transition in the same transaction.
+  virtual void BucketAdmitted(const std::string& queue, const std::string& tenant,
+                              int64_t cost) = 0;
+  virtual void BucketReleased(const std::string& queue, const std::string& tenant,
+                              ScheduleInstant tat, int64_t cost) = 0;
+  virtual void BucketLeaseEnded(const std::string& queue, const std::string& tenant,
+                                LeaseEnd end) = 0;
+  virtual void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                              bool timed_out) = 0;
+  virtual void BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                              bool expired) = 0;
+
+  // Jobs.
+  virtual void InsertJob(const JobRecord& job) = 0;
+  virtual std::optional<JobRecord> SelectJob(const std::string& id) = 0;
+  virtual bool JobExists(const std::string& id) = 0;
+  // Queued cost ahead of job `id` in its bucket, among jobs available at `now`.
+  virtual int64_t CostAhead(const std::string& queue, const std::string& tenant,
+                            const std::string& id, Micros now) = 0;
+  // The earliest available_at after `now` of a delayed queued job of the queue.
+  virtual std::optional<Micros> NextAvailable(const std::string& queue, Micros now) = 0;
+  // queued -> leased, guarded by state; the lease runs from `released_at`.
+  virtual std::optional<JobRecord> LeaseJob(int64_t seq, const std::string& lease_id,
+                                            Micros released_at, std::optional<int64_t> lease_ms,
+                                            const std::string& worker_id) = 0;
+  // leased -> succeeded, guarded by the lease id and its expiry.
+  virtual std::optional<JobRecord> CompleteJob(const std::string& id, const std::string& lease_id,
+                                               const std::optional<std::string>& result,
+                                               Micros now) = 0;
+  virtual std::optional<LeaseRow> SelectLiveLease(const std::string& id,
+                                                  const std::string& lease_id, Micros now) = 0;
+  // leased -> queued (retry, available from `available_at`) or failed, the error
+  // appended to the job's errors; guarded by state.
+  virtual std::optional<JobRecord> EndAttempt(int64_t seq, bool retry,
+                                              std::optional<Micros> available_at, Micros now,
+                                              const std::string& error) = 0;
+  // Leases that ran out by `now`; on a shared database, rows another transaction
+  // holds are skipped.
+  virtual std::vector<LeaseRow> LeasesDue(Micros now) = 0;
+  // queued -> expired for every queued job past its deadline.
+  virtual std::vector<ExpiredRow> ExpireDue(Micros now) = 0;
+  virtual std::optional<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
+                                             std::optional<int64_t> extend_ms, Micros now) = 0;
+  virtual std::optional<JobRecord> Cancel(const std::string& id, Micros now) = 0;
+  virtual std::optional<JobRecord> Retry(const std::string& id, Micros now) = 0;
+  // Jobs after the cursor, with each one's seq.
+  virtual std::vector<std::pair<JobRecord, int64_t>> ListJobs(const JobFilter& filter) = 0;
+  virtual int64_t CleanJobs(Micros finished_before, int64_t limit) = 0;
+  virtual void CleanIdempotencyKeys(Micros created_before, int64_t limit) = 0;
+  virtual std::optional<IdempotencyRow> SelectIdempotency(const std::string& tenant,
+                                                          const std::string& key) = 0;
+  virtual void InsertIdempotency(const std::string& tenant, const std::string& key,
+                                 const std::string& body_hash, const std::string& job_id,
+                                 Micros now) = 0;
+  virtual void Probe(Micros now) = 0;
+
+  // Tokens.
+  virtual void InsertToken(const TokenRecord& token) = 0;
+  virtual std::optional<TokenRecord> SelectToken(const std::string& id) = 0;
+  virtual std::vector<TokenRecord> ListTokens() = 0;
+  virtual std::optional<TokenRecord> RevokeToken(const std::string& id, Micros now) = 0;
+};
+
+}  // namespace sluice

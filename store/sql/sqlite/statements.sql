@@ -1,0 +1,230 @@
+-- The SQLite driver's statements (store/sqlite/sqlite_tx.cc), one per block, each named
+-- by the "-- name:" line that opens it. Times are integer microseconds; "now" is always
+-- a bound parameter. Job rows are read as the columns of `select_job`, in its order.
+
+-- name: select_queue
+SELECT name, policy, version, paused FROM queues WHERE name = ?1;
+
+-- name: queue_exists
+SELECT 1 FROM queues WHERE name = ?1;
+
+-- name: queue_stats
+SELECT COALESCE(SUM(queued_count), 0), COALESCE(SUM(queued_cost), 0), COALESCE(SUM(leased), 0),
+       COALESCE(SUM(admitted_total), 0), COALESCE(SUM(released_total), 0),
+       COALESCE(SUM(succeeded_total), 0), COALESCE(SUM(failed_total), 0),
+       COALESCE(SUM(expired_total), 0), COALESCE(SUM(lease_timeouts_total), 0)
+FROM buckets WHERE queue = ?1;
+
+-- name: list_queues
+SELECT q.name, q.policy, q.version, q.paused,
+       COALESCE(SUM(b.queued_count), 0), COALESCE(SUM(b.queued_cost), 0),
+       COALESCE(SUM(b.leased), 0), COALESCE(SUM(b.admitted_total), 0),
+       COALESCE(SUM(b.released_total), 0), COALESCE(SUM(b.succeeded_total), 0),
+       COALESCE(SUM(b.failed_total), 0), COALESCE(SUM(b.expired_total), 0),
+       COALESCE(SUM(b.lease_timeouts_total), 0)
+FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name;
+
+-- name: upsert_queue
+INSERT INTO queues (name, policy, version, paused, created_at, updated_at)
+VALUES (?1, ?2, 1, 0, ?3, ?3)
+ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, version = version + 1,
+  updated_at = excluded.updated_at;
+
+-- name: set_paused
+UPDATE queues SET paused = ?2, updated_at = ?3 WHERE name = ?1;
+
+-- name: queue_busy
+SELECT COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0) FROM buckets WHERE queue = ?1;
+
+-- name: delete_queue
+DELETE FROM queues WHERE name = ?1;
+
+-- name: select_bucket
+SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
+WHERE queue = ?1 AND tenant = ?2;
+
+-- name: list_buckets
+SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
+       (SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant
+        AND j.state = 'queued' ORDER BY j.seq LIMIT 1),
+       b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total,
+       b.lease_timeouts_total
+FROM buckets b WHERE b.queue = ?1 ORDER BY b.tenant;
+
+-- name: bucket_heads
+-- Every bucket of a queue with an available head job: the bucket and its head.
+SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost, j.deadline_at FROM buckets b
+JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head
+                        WHERE h.queue = b.queue AND h.tenant = b.tenant AND h.state = 'queued'
+                        AND h.available_at <= ?2 ORDER BY h.seq LIMIT 1)
+WHERE b.queue = ?1 AND b.queued_count > 0;
+
+-- name: bucket_head
+SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
+WHERE queue = ?1 AND tenant = ?2 AND state = 'queued' AND available_at <= ?3
+ORDER BY seq LIMIT 1;
+
+-- name: backlog_buckets
+SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = ?1 ORDER BY tenant;
+
+-- name: backlog_jobs
+SELECT tenant, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
+WHERE queue = ?1 AND state = 'queued' ORDER BY tenant, seq;
+
+-- name: bucket_admitted
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
+VALUES (?1, ?2, 1, ?3, 1)
+ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1,
+  queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1;
+
+-- name: bucket_released
+UPDATE buckets SET tat_us = ?3, tat_frac = ?4, queued_count = queued_count - 1,
+  queued_cost = queued_cost - ?5, leased = leased + 1, released_total = released_total + 1
+WHERE queue = ?1 AND tenant = ?2;
+
+-- name: bucket_lease_ended
+-- A lease ended: succeeded (?3 = 1), failed for good (?4 = 1), by running out (?5 = 1).
+UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + ?3,
+  failed_total = failed_total + ?4, lease_timeouts_total = lease_timeouts_total + ?5
+WHERE queue = ?1 AND tenant = ?2;
+
+-- name: bucket_requeued
+UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
+  queued_cost = queued_cost + ?3, lease_timeouts_total = lease_timeouts_total + ?4
+WHERE queue = ?1 AND tenant = ?2;
+
+-- name: bucket_dequeued
+-- A queued job left without a lease: canceled (?4 = 0) or expired (?4 = 1).
+UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - ?3,
+  expired_total = expired_total + ?4
+WHERE queue = ?1 AND tenant = ?2;
+
+-- name: insert_job
+-- The stored row is exactly these values and the schema's defaults (no RETURNING: it
+-- would copy the row through a temporary table).
+INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start,
+  traceparent)
+VALUES (?1, ?2, ?3, 'queued', ?4, ?5, 0, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);
+
+-- name: select_job
+SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,
+  created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent
+FROM jobs WHERE id = ?1;
+
+-- name: job_exists
+SELECT 1 FROM jobs WHERE id = ?1;
+
+-- name: cost_ahead
+-- Queued cost ahead of a job in its bucket among jobs available now (rule 8).
+SELECT COALESCE(SUM(cost), 0) FROM jobs INDEXED BY jobs_queued_head
+WHERE queue = ?1 AND tenant = ?2 AND state = 'queued'
+AND seq < (SELECT seq FROM jobs WHERE id = ?3) AND available_at <= ?4;
+
+-- name: next_available
+SELECT MIN(available_at) FROM jobs WHERE queue = ?1 AND state = 'queued'
+AND available_at > created_at AND available_at > ?2;
+
+-- name: lease_job
+UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_id = ?2,
+  lease_expires_at = ?3 + COALESCE(?4, lease_ms) * 1000, worker_id = ?5, leased_at = ?3
+WHERE seq = ?1 AND state = 'queued'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: complete_job
+UPDATE jobs SET state = 'succeeded', result = ?3, finished_at = ?4, lease_id = NULL,
+  lease_expires_at = NULL
+WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: select_live_lease
+SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
+WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?3;
+
+-- name: end_attempt
+-- A failed attempt: back to queued (?2 = 1, from ?3 if given) or to failed, its error
+-- appended.
+UPDATE jobs SET state = CASE WHEN ?2 = 1 THEN 'queued' ELSE 'failed' END,
+  available_at = COALESCE(?3, available_at),
+  finished_at = CASE WHEN ?2 = 1 THEN NULL ELSE ?4 END, lease_id = NULL,
+  lease_expires_at = NULL, worker_id = NULL,
+  errors = json_insert(errors, '$[#]', json_object('attempt', attempt, 'error', ?5, 'at', ?4))
+WHERE seq = ?1 AND state = 'leased'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: leases_due
+SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
+WHERE state = 'leased' AND lease_expires_at <= ?1;
+
+-- name: expire_due
+UPDATE jobs SET state = 'expired', finished_at = ?1
+WHERE state = 'queued' AND deadline_at IS NOT NULL AND deadline_at <= ?1
+RETURNING queue, tenant, cost;
+
+-- name: heartbeat
+UPDATE jobs SET lease_expires_at = ?4 + COALESCE(?3, lease_ms) * 1000
+WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: cancel_job
+UPDATE jobs SET state = 'canceled', finished_at = ?2 WHERE id = ?1 AND state = 'queued'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: retry_job
+UPDATE jobs SET state = 'queued', attempt = 0, available_at = ?2, deadline_at = NULL,
+  finished_at = NULL
+WHERE id = ?1 AND (state = 'failed' OR state = 'expired')
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: list_jobs
+SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,
+  created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent, seq
+FROM jobs WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR queue = ?3)
+AND (?4 IS NULL OR state = ?4) ORDER BY seq LIMIT ?5;
+
+-- name: clean_jobs
+DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished
+                               WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2);
+
+-- name: clean_idempotency_keys
+DELETE FROM idempotency_keys WHERE (tenant, key) IN (
+  SELECT tenant, key FROM idempotency_keys WHERE created_at < ?1 LIMIT ?2);
+
+-- name: select_idempotency
+SELECT body_hash, job_id FROM idempotency_keys WHERE tenant = ?1 AND key = ?2;
+
+-- name: insert_idempotency
+INSERT INTO idempotency_keys (tenant, key, body_hash, job_id, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5);
+
+-- name: probe
+INSERT INTO readiness_probe (id, at) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET at = ?1;
+
+-- name: insert_token
+INSERT INTO tokens (id, secret_hash, tenant, scopes, queues, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6);
+
+-- name: select_token
+SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens WHERE id = ?1;
+
+-- name: list_tokens
+SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens
+ORDER BY created_at, id;
+
+-- name: revoke_token
+UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1
+RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;

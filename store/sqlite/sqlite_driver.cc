@@ -1,0 +1,89 @@
+#include "store/sqlite/sqlite_driver.h"
+
+#include <chrono>
+
+#include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_tx.h"
+#include "store/sqlite/wal_vfs.h"
+
+namespace sluice {
+namespace {
+
+Micros WallMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+SqliteDriver::SqliteDriver(const SqliteStoreOptions& options)
+    : path_(options.path),
+      synchronous_(options.synchronous),
+      busy_timeout_ms_(options.busy_timeout_ms) {}
+
+SqliteDriver::~SqliteDriver() = default;
+
+Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOptions& options) {
+  std::unique_ptr<SqliteDriver> driver(new SqliteDriver(options));
+  try {
+    (void)SqliteStatements::Get();  // every statement is there, or fail now
+    // The writer's WAL writes go out one system call per commit (store/sqlite/wal_vfs.h).
+    auto db = std::make_unique<sqlite::Db>(options.path, options.synchronous,
+                                           options.busy_timeout_ms,
+                                           sqlite::RegisterCoalescingWalVfs());
+    // Only the migration record's applied_at reads the wall clock.
+    PrepareSqliteSchema(*db, WallMicros());
+    driver->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
+    driver->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch,
+                                               options.completions, options.on_commit,
+                                               options.on_flush);
+  } catch (const sqlite::SqliteError& e) {
+    Error err = sqlite::ToError(e);
+    err.detail = std::string("cannot open database: ") + e.what();
+    return err;
+  } catch (const std::exception& e) {  // a statement file that does not parse: a bug
+    return MakeError(ErrorCode::kInternal, std::string("cannot open database: ") + e.what());
+  }
+  return driver;
+}
+
+void SqliteDriver::Write(Op op, Done done, Sync sync) {
+  writer_->RunAsync<Ok>(
+      [op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+        SqliteTx tx(db, SqliteStatements::Get());
+        if (std::optional<Error> e = op(tx)) return *e;
+        return Ok{};
+      },
+      [done = std::move(done)](Result<Ok> r) {
+        if (r.ok()) {
+          done(std::nullopt);
+        } else {
+          done(r.error());
+        }
+      },
+      sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+}
+
+std::optional<Error> SqliteDriver::Read(const Op& op) {
+  std::unique_ptr<sqlite::Db> db;
+  {
+    std::lock_guard lock(readers_mu_);
+    if (!idle_readers_.empty()) {
+      db = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    }
+  }
+  try {
+    if (!db) db = std::make_unique<sqlite::Db>(path_, synchronous_, busy_timeout_ms_);
+    SqliteTx tx(*db, SqliteStatements::Get());
+    std::optional<Error> r = op(tx);
+    std::lock_guard lock(readers_mu_);
+    idle_readers_.push_back(std::move(db));
+    return r;
+  } catch (const sqlite::SqliteError& e) {
+    return sqlite::ToError(e);  // drop the connection: it may be in a bad state
+  }
+}
+
+}  // namespace sluice

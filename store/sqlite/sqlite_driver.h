@@ -1,0 +1,56 @@
+// The SQLite driver: one file, WAL, every write through the group-committing Writer
+// (store/sqlite/writer.h), reads on a small pool of read-only connections. Statements
+// are store/sql/sqlite/statements.sql; the schema is schema.sql plus the numbered
+// migrations. One process per file.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "store/engine/driver.h"
+#include "store/sqlite/checkpointer.h"
+#include "store/sqlite/sqlite.h"
+#include "store/sqlite/writer.h"
+
+namespace sluice {
+
+struct SqliteStoreOptions {
+  std::string path;                     // the database file (created if missing)
+  std::string synchronous = "FULL";     // FULL: an acknowledged job survives power loss
+  int busy_timeout_ms = 5000;           // how long a statement waits on a lock
+  size_t max_batch = 512;               // operations per group commit
+  std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
+  // Where the completions of asynchronous writes run, once per group commit (see
+  // Writer); default: on the thread that finishes them. Must outlive the store.
+  Writer::Executor completions;
+  Writer::CommitObserver on_commit;  // see Writer
+  Writer::FlushObserver on_flush;    // see Writer
+};
+
+class SqliteDriver final : public Driver {
+ public:
+  // Opens (creating) the file and brings its schema to the latest version.
+  static Result<std::unique_ptr<SqliteDriver>> Open(const SqliteStoreOptions& options);
+  ~SqliteDriver() override;
+
+  void Write(Op op, Done done, Sync sync) override;
+  std::optional<Error> Read(const Op& op) override;
+
+  const Writer& writer() const { return *writer_; }
+
+ private:
+  explicit SqliteDriver(const SqliteStoreOptions& options);
+
+  std::string path_;
+  std::string synchronous_;
+  int busy_timeout_ms_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
+  std::unique_ptr<Writer> writer_;
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_
+};
+
+}  // namespace sluice
