@@ -18,6 +18,7 @@ for t in "$@"; do TARGETS+=(--target "$t"); done
 PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-dev
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
           curl jq chromium
+          postgresql libpq-dev  # tests/testutil/pg_server.h runs a private server
           clang libclang-rt-14-dev)  # sanitizer and fuzz builds (scripts/sanitize.sh, fuzz.sh)
 
 missing=()

@@ -6,8 +6,10 @@
 
 namespace sluice::testing {
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-test-XXXXXX").string();
+TempDir::TempDir() : TempDir(std::filesystem::temp_directory_path().string(), "sluice-test") {}
+
+TempDir::TempDir(const std::string& parent, const std::string& prefix) {
+  std::string tmpl = (std::filesystem::path(parent) / (prefix + "-XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   path_ = tmpl;
 }

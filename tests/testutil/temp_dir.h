@@ -8,6 +8,9 @@ namespace sluice::testing {
 class TempDir {
  public:
   TempDir();
+  // Under `parent` instead of the system temp dir (TMPDIR), e.g. "/tmp" for a dir
+  // another user must reach, named `prefix`-XXXXXX.
+  TempDir(const std::string& parent, const std::string& prefix);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
