@@ -154,6 +154,15 @@ std::unique_ptr<pg::Connection> PgDriver::Connect(std::string* why) {
       *why = last_connect_error_ + " (next attempt in " + std::to_string(wait.count()) + " ms)";
       return nullptr;
     }
+    if (backoff_ > milliseconds(0)) {
+      // The database was down at the last attempt: one worker looks at a time (an attempt
+      // may take up to connect_timeout), the others answer at once.
+      if (probing_) {
+        *why = last_connect_error_ + " (reconnecting)";
+        return nullptr;
+      }
+      probing_ = true;
+    }
   }
   std::string error;
   try {
@@ -161,11 +170,13 @@ std::unique_ptr<pg::Connection> PgDriver::Connect(std::string* why) {
     PgStatements::Get().PrepareOn(*conn);
     std::lock_guard lock(connect_mu_);
     backoff_ = milliseconds(0);
+    probing_ = false;
     return conn;
   } catch (const pg::PgError& e) {
     error = e.what();
   }
   std::lock_guard lock(connect_mu_);
+  probing_ = false;
   backoff_ = std::clamp(backoff_ * 2, kMinBackoff, kMaxBackoff);
   next_connect_ = steady_clock::now() + backoff_;
   last_connect_error_ = error;

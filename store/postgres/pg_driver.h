@@ -17,6 +17,7 @@
 //      operation, no sooner than a backoff (shared by the workers, kMinBackoff doubling to
 //      kMaxBackoff) after the last failed attempt. Until then operations fail at once with
 //      storage_unavailable: no thread waits on, or spins against, a database that is down.
+//      While it is down, one worker at a time tries it.
 // Thread-safe: Write and Read may be called from any thread but a worker (from `done`).
 #pragma once
 
@@ -91,6 +92,7 @@ class PgDriver final : public Driver {
   std::chrono::steady_clock::time_point next_connect_;  // guarded by connect_mu_
   std::chrono::milliseconds backoff_{0};                // guarded by connect_mu_
   std::string last_connect_error_;                      // guarded by connect_mu_
+  bool probing_ = false;  // a worker tries the database found down; guarded by connect_mu_
 
   std::vector<std::thread> workers_;
 };
