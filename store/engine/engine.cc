@@ -48,7 +48,9 @@ Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
   }
 }
 
-Engine::~Engine() = default;
+// The driver goes first: it may still run queued operations (PgDriver finishes them),
+// and those reach this engine's members (options_, for a retry's jitter).
+Engine::~Engine() { driver_.reset(); }
 
 template <typename T>
 void Engine::WriteAsync(std::function<Result<T>(Tx&)> fn, Done<T> done, Driver::Sync sync) {

@@ -1,0 +1,145 @@
+#include "store/postgres/pg.h"
+
+#include <charconv>
+
+namespace sluice::pg {
+namespace {
+
+// libpq's messages end in a newline (or two); one line reads better in a log.
+std::string OneLine(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+void IgnoreNotice(void*, const char*) {}
+
+// Text-format parameter pointers for libpq (nullptr = NULL).
+std::vector<const char*> Pointers(const Params& params) {
+  std::vector<const char*> out;
+  out.reserve(params.values().size());
+  for (const auto& v : params.values()) out.push_back(v ? v->c_str() : nullptr);
+  return out;
+}
+
+}  // namespace
+
+int64_t Rows::affected() const {
+  const char* n = PQcmdTuples(res_.get());
+  if (!n || !*n) return 0;
+  int64_t v = 0;
+  std::from_chars(n, n + std::char_traits<char>::length(n), v);
+  return v;
+}
+
+std::string Rows::Text(int row, int col) const {
+  return std::string(PQgetvalue(res_.get(), row, col),
+                     static_cast<size_t>(PQgetlength(res_.get(), row, col)));
+}
+
+int64_t Rows::Int(int row, int col) const {
+  const char* v = PQgetvalue(res_.get(), row, col);
+  const char* end = v + PQgetlength(res_.get(), row, col);
+  int64_t out = 0;
+  auto [ptr, ec] = std::from_chars(v, end, out);
+  if (ec != std::errc() || ptr != end) {
+    throw PgError(
+        "", "column " + std::to_string(col) + " is not an integer: '" + std::string(v, end) + "'");
+  }
+  return out;
+}
+
+bool Rows::Bool(int row, int col) const {
+  const char* v = PQgetvalue(res_.get(), row, col);
+  return v[0] == 't';
+}
+
+std::optional<int64_t> Rows::OptInt(int row, int col) const {
+  if (IsNull(row, col)) return std::nullopt;
+  return Int(row, col);
+}
+
+std::optional<std::string> Rows::OptText(int row, int col) const {
+  if (IsNull(row, col)) return std::nullopt;
+  return Text(row, col);
+}
+
+Connection::Connection(const std::string& uri) {
+  // Later keywords override earlier ones: the URI's own settings win over these defaults.
+  // A server that stops answering (a crash, a lost network) is noticed within about
+  // half a minute rather than the kernel's TCP timeouts of many minutes.
+  const char* keywords[] = {"connect_timeout",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "tcp_user_timeout",
+                            "fallback_application_name",
+                            "dbname",
+                            nullptr};
+  const char* values[] = {"10", "10", "5", "3", "30000", "sluiced", uri.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (!conn_) throw PgError("", "cannot connect: out of memory");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string msg = OneLine(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw PgError("", "cannot connect: " + msg);
+  }
+  PQsetNoticeProcessor(conn_, &IgnoreNotice, nullptr);
+  try {
+    Exec("SET synchronous_commit = on");
+  } catch (...) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
+  }
+}
+
+Connection::~Connection() {
+  if (conn_) PQfinish(conn_);
+}
+
+bool Connection::InTransaction() const {
+  PGTransactionStatusType s = PQtransactionStatus(conn_);
+  return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE;
+}
+
+Rows Connection::Check(PGresult* res, std::string_view what) {
+  if (!res) {
+    throw PgError("", std::string(what) + ": " + OneLine(PQerrorMessage(conn_)));
+  }
+  Rows rows(res);
+  ExecStatusType status = PQresultStatus(res);
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return rows;
+  const char* state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  const char* msg = PQresultErrorMessage(res);
+  std::string text = msg && *msg ? msg : PQerrorMessage(conn_);
+  if (text.empty()) text = PQresStatus(status);
+  throw PgError(state ? state : "", std::string(what) + ": " + OneLine(text));
+}
+
+void Connection::Prepare(const std::string& name, const std::string& sql) {
+  Check(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare " + name);
+}
+
+Rows Connection::ExecPrepared(const char* name, const Params& params) {
+  std::vector<const char*> values = Pointers(params);
+  return Check(PQexecPrepared(conn_, name, static_cast<int>(values.size()), values.data(), nullptr,
+                              nullptr, 0),
+               name);
+}
+
+Rows Connection::ExecParams(const std::string& sql, const Params& params) {
+  std::vector<const char*> values = Pointers(params);
+  return Check(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                            values.data(), nullptr, nullptr, 0),
+               sql.substr(0, 60));
+}
+
+Rows Connection::Exec(const std::string& sql) {
+  return Check(PQexec(conn_, sql.c_str()), sql.substr(0, 60));
+}
+
+}  // namespace sluice::pg

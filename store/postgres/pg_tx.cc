@@ -1,0 +1,381 @@
+#include "store/postgres/pg_tx.h"
+
+#include "store/engine/token_text.h"
+#include "store/sql_files.h"
+
+namespace sluice {
+namespace {
+
+using pg::Rows;
+
+constexpr const char* kStatementsFile = "store/sql/postgres/statements.sql";
+
+// The columns of select_job, from `at` on, of row `r`.
+JobRecord RowToJob(const Rows& s, int r, int at = 0) {
+  JobRecord j;
+  j.id = s.Text(r, at + 0);
+  j.queue = s.Text(r, at + 1);
+  j.tenant = s.Text(r, at + 2);
+  j.state = ParseJobState(s.Text(r, at + 3)).value_or(JobState::kQueued);
+  j.payload = s.Text(r, at + 4);
+  j.cost = s.Int(r, at + 5);
+  j.attempt = s.Int(r, at + 6);
+  j.max_attempts = s.Int(r, at + 7);
+  j.lease_ms = s.Int(r, at + 8);
+  j.policy_version = s.Int(r, at + 9);
+  j.created_at = s.Int(r, at + 10);
+  j.not_before = s.OptInt(r, at + 11);
+  j.available_at = s.Int(r, at + 12);
+  j.deadline = s.OptInt(r, at + 13);
+  j.estimated_start = s.Int(r, at + 14);
+  j.lease_id = s.OptText(r, at + 15);
+  j.lease_expires_at = s.OptInt(r, at + 16);
+  j.result = s.OptText(r, at + 17);
+  j.errors = s.Text(r, at + 18);
+  j.finished_at = s.OptInt(r, at + 19);
+  j.leased_at = s.OptInt(r, at + 20);
+  j.traceparent = s.OptText(r, at + 21);
+  return j;
+}
+constexpr int kJobColumnCount = 22;
+
+QueueRow RowToQueue(const Rows& s, int r) {
+  return QueueRow{s.Text(r, 0), s.Text(r, 1), s.Int(r, 2), s.Bool(r, 3)};
+}
+
+// Nine sums from column `at`: queued, queued cost, leased, then the six totals.
+QueueStats RowToStats(const Rows& s, int r, int at) {
+  QueueStats q{s.Int(r, at), s.Int(r, at + 1), s.Int(r, at + 2), {}};
+  q.totals = Totals{s.Int(r, at + 3), s.Int(r, at + 4), s.Int(r, at + 5),
+                    s.Int(r, at + 6), s.Int(r, at + 7), s.Int(r, at + 8)};
+  return q;
+}
+
+LeaseRow RowToLease(const Rows& s, int r) {
+  return LeaseRow{s.Int(r, 0), s.Text(r, 1), s.Text(r, 2),  s.Int(r, 3),
+                  s.Int(r, 4), s.Int(r, 5),  s.OptInt(r, 6)};
+}
+
+TokenRecord RowToToken(const Rows& s, int r) {
+  TokenRecord t;
+  t.id = s.Text(r, 0);
+  t.secret_hash = s.Text(r, 1);
+  t.tenant = s.OptText(r, 2);
+  t.scopes = ScopesFromJson(s.Text(r, 3));
+  t.queues = QueuesFromJson(s.OptText(r, 4));
+  t.created_at = s.Int(r, 5);
+  t.revoked_at = s.OptInt(r, 6);
+  t.revoked = t.revoked_at.has_value();
+  return t;
+}
+
+int64_t Flag(bool b) { return b ? 1 : 0; }
+
+}  // namespace
+
+const PgStatements& PgStatements::Get() {
+  static const PgStatements statements(
+      Statements(FindSqlFile(kStatementsFile).value_or(""), kStatementsFile));
+  return statements;
+}
+
+PgStatements::PgStatements(const Statements& file) {
+#define SLUICE_LOOKUP(name) name = file.Get(#name);
+  SLUICE_PG_STATEMENTS(SLUICE_LOOKUP)
+#undef SLUICE_LOOKUP
+}
+
+void PgStatements::PrepareOn(pg::Connection& conn) const {
+#define SLUICE_PREPARE(name) conn.Prepare(#name, name);
+  SLUICE_PG_STATEMENTS(SLUICE_PREPARE)
+#undef SLUICE_PREPARE
+}
+
+Micros PgTx::Now(Micros caller) {
+  if (clock_ == PgClock::kCaller) return caller;
+  return Run("now").Int(0, 0);
+}
+
+std::optional<JobRecord> PgTx::OneJob(const Rows& rows) {
+  if (rows.empty()) return std::nullopt;
+  return RowToJob(rows, 0);
+}
+
+std::optional<QueueRow> PgTx::OneQueue(const Rows& rows) {
+  if (rows.empty()) return std::nullopt;
+  return RowToQueue(rows, 0);
+}
+
+BucketState PgTx::OneBucket(const Rows& s) {
+  BucketState b;
+  if (!s.empty()) {
+    b.tat = ScheduleInstant{s.Int(0, 0), s.Int(0, 1)};
+    b.queued_count = s.Int(0, 2);
+    b.queued_cost = s.Int(0, 3);
+    b.leased = s.Int(0, 4);
+  }
+  return b;
+}
+
+// ---- Queues ------------------------------------------------------------------------
+
+std::optional<QueueRow> PgTx::LoadQueue(const std::string& name) {
+  return OneQueue(Run("select_queue", name));
+}
+
+std::optional<QueueRow> PgTx::LockQueue(const std::string& name) {
+  return OneQueue(Run("lock_queue", name));
+}
+
+bool PgTx::QueueExists(const std::string& name) { return !Run("queue_exists", name).empty(); }
+
+QueueStats PgTx::LoadQueueStats(const std::string& name) {
+  return RowToStats(Run("queue_stats", name), 0, 0);
+}
+
+std::vector<std::pair<QueueRow, QueueStats>> PgTx::ListQueues() {
+  std::vector<std::pair<QueueRow, QueueStats>> out;
+  Rows s = Run("list_queues");
+  for (int r = 0; r < s.size(); ++r) out.emplace_back(RowToQueue(s, r), RowToStats(s, r, 4));
+  return out;
+}
+
+void PgTx::UpsertQueue(const std::string& name, const std::string& policy, Micros now) {
+  Run("upsert_queue", name, policy, now);
+}
+
+bool PgTx::SetPaused(const std::string& name, bool paused, Micros now) {
+  return Run("set_paused", name, paused, now).affected() > 0;
+}
+
+int64_t PgTx::QueueBusy(const std::string& name) { return Run("queue_busy", name).Int(0, 0); }
+
+bool PgTx::DeleteQueue(const std::string& name) { return Run("delete_queue", name).affected() > 0; }
+
+// ---- Buckets -----------------------------------------------------------------------
+
+BucketState PgTx::LoadBucket(const std::string& queue, const std::string& tenant) {
+  return OneBucket(Run("select_bucket", queue, tenant));
+}
+
+BucketState PgTx::LockBucket(const std::string& queue, const std::string& tenant) {
+  Run("lock_bucket_key", queue, tenant);
+  return OneBucket(Run("lock_bucket", queue, tenant));
+}
+
+std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now) {
+  std::vector<BucketHeadRow> out;
+  Rows s = Run("bucket_heads", queue, now);
+  for (int r = 0; r < s.size(); ++r) {
+    out.push_back(BucketHeadRow{s.Text(r, 0), ScheduleInstant{s.Int(r, 1), s.Int(r, 2)},
+                                s.Int(r, 3), s.Int(r, 4), s.Int(r, 5), s.OptInt(r, 6)});
+  }
+  return out;
+}
+
+std::optional<HeadRow> PgTx::BucketHead(const std::string& queue, const std::string& tenant,
+                                        Micros now) {
+  Rows s = Run("bucket_head", queue, tenant, now);
+  if (s.empty()) return std::nullopt;
+  return HeadRow{s.Int(0, 0), s.Int(0, 1), s.OptInt(0, 2)};
+}
+
+std::vector<BucketRow> PgTx::ListBuckets(const std::string& queue) {
+  std::vector<BucketRow> out;
+  Rows s = Run("list_buckets", queue);
+  for (int r = 0; r < s.size(); ++r) {
+    BucketRow b;
+    b.tenant = s.Text(r, 0);
+    b.queued = s.Int(r, 1);
+    b.queued_cost = s.Int(r, 2);
+    b.leased = s.Int(r, 3);
+    b.tat = ScheduleInstant{s.Int(r, 4), s.Int(r, 5)};
+    b.oldest_queued_at = s.OptInt(r, 6);
+    b.totals =
+        Totals{s.Int(r, 7), s.Int(r, 8), s.Int(r, 9), s.Int(r, 10), s.Int(r, 11), s.Int(r, 12)};
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, ScheduleInstant>> PgTx::BacklogBuckets(
+    const std::string& queue) {
+  std::vector<std::pair<std::string, ScheduleInstant>> out;
+  Rows s = Run("backlog_buckets", queue);
+  for (int r = 0; r < s.size(); ++r) {
+    out.emplace_back(s.Text(r, 0), ScheduleInstant{s.Int(r, 1), s.Int(r, 2)});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, BacklogJob>> PgTx::BacklogJobs(const std::string& queue) {
+  std::vector<std::pair<std::string, BacklogJob>> out;
+  Rows s = Run("backlog_jobs", queue);
+  for (int r = 0; r < s.size(); ++r) {
+    out.emplace_back(s.Text(r, 0), BacklogJob{s.Int(r, 1), s.OptInt(r, 2)});
+  }
+  return out;
+}
+
+void PgTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) {
+  Run("bucket_admitted", queue, tenant, cost);
+}
+
+void PgTx::BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
+                          int64_t cost) {
+  Run("bucket_released", queue, tenant, tat.us, tat.frac, cost);
+}
+
+void PgTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {
+  Run("bucket_lease_ended", queue, tenant, Flag(end.succeeded), Flag(end.failed),
+      Flag(end.timed_out));
+}
+
+void PgTx::BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                          bool timed_out) {
+  Run("bucket_requeued", queue, tenant, cost, Flag(timed_out));
+}
+
+void PgTx::BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                          bool expired) {
+  Run("bucket_dequeued", queue, tenant, cost, Flag(expired));
+}
+
+// ---- Jobs --------------------------------------------------------------------------
+
+void PgTx::InsertJob(const JobRecord& j) {
+  Run("insert_job", j.id, j.queue, j.tenant, j.payload, j.cost, j.max_attempts, j.lease_ms,
+      j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline, j.estimated_start,
+      j.traceparent);
+}
+
+std::optional<JobRecord> PgTx::SelectJob(const std::string& id) {
+  return OneJob(Run("select_job", id));
+}
+
+bool PgTx::JobExists(const std::string& id) { return !Run("job_exists", id).empty(); }
+
+int64_t PgTx::CostAhead(const std::string& queue, const std::string& tenant, const std::string& id,
+                        Micros now) {
+  return Run("cost_ahead", queue, tenant, id, now).Int(0, 0);
+}
+
+std::optional<Micros> PgTx::NextAvailable(const std::string& queue, Micros now) {
+  Rows s = Run("next_available", queue, now);
+  if (s.empty()) return std::nullopt;
+  return s.OptInt(0, 0);
+}
+
+std::optional<JobRecord> PgTx::LeaseJob(int64_t seq, const std::string& lease_id,
+                                        Micros released_at, std::optional<int64_t> lease_ms,
+                                        const std::string& worker_id) {
+  return OneJob(Run("lease_job", seq, lease_id, released_at, lease_ms, worker_id));
+}
+
+std::optional<JobRecord> PgTx::CompleteJob(const std::string& id, const std::string& lease_id,
+                                           const std::optional<std::string>& result, Micros now) {
+  return OneJob(Run("complete_job", id, lease_id, result, now));
+}
+
+std::optional<LeaseRow> PgTx::SelectLiveLease(const std::string& id, const std::string& lease_id,
+                                              Micros now) {
+  Rows s = Run("select_live_lease", id, lease_id, now);
+  if (s.empty()) return std::nullopt;
+  return RowToLease(s, 0);
+}
+
+std::optional<JobRecord> PgTx::EndAttempt(int64_t seq, bool retry,
+                                          std::optional<Micros> available_at, Micros now,
+                                          const std::string& error) {
+  return OneJob(Run("end_attempt", seq, retry, available_at, now, error));
+}
+
+std::vector<LeaseRow> PgTx::LeasesDue(Micros now) {
+  std::vector<LeaseRow> out;
+  Rows s = Run("leases_due", now);
+  for (int r = 0; r < s.size(); ++r) out.push_back(RowToLease(s, r));
+  return out;
+}
+
+std::vector<ExpiredRow> PgTx::ExpireDue(Micros now) {
+  std::vector<ExpiredRow> out;
+  Rows s = Run("expire_due", now);
+  for (int r = 0; r < s.size(); ++r) {
+    out.push_back(ExpiredRow{s.Text(r, 0), s.Text(r, 1), s.Int(r, 2)});
+  }
+  return out;
+}
+
+std::optional<JobRecord> PgTx::Heartbeat(const std::string& id, const std::string& lease_id,
+                                         std::optional<int64_t> extend_ms, Micros now) {
+  return OneJob(Run("heartbeat", id, lease_id, extend_ms, now));
+}
+
+std::optional<JobRecord> PgTx::Cancel(const std::string& id, Micros now) {
+  return OneJob(Run("cancel_job", id, now));
+}
+
+std::optional<JobRecord> PgTx::Retry(const std::string& id, Micros now) {
+  return OneJob(Run("retry_job", id, now));
+}
+
+std::vector<std::pair<JobRecord, int64_t>> PgTx::ListJobs(const JobFilter& f) {
+  std::vector<std::pair<JobRecord, int64_t>> out;
+  std::optional<std::string> state;
+  if (f.state) state = std::string(JobStateName(*f.state));
+  Rows s = Run("list_jobs", f.after_seq, f.tenant, f.queue, state, f.limit);
+  for (int r = 0; r < s.size(); ++r) {
+    out.emplace_back(RowToJob(s, r), s.Int(r, kJobColumnCount));
+  }
+  return out;
+}
+
+int64_t PgTx::CleanJobs(Micros finished_before, int64_t limit) {
+  return Run("clean_jobs", finished_before, limit).affected();
+}
+
+void PgTx::CleanIdempotencyKeys(Micros created_before, int64_t limit) {
+  Run("clean_idempotency_keys", created_before, limit);
+}
+
+std::optional<IdempotencyRow> PgTx::SelectIdempotency(const std::string& tenant,
+                                                      const std::string& key) {
+  Rows s = Run("select_idempotency", tenant, key);
+  if (s.empty()) return std::nullopt;
+  return IdempotencyRow{s.Text(0, 0), s.Text(0, 1)};
+}
+
+void PgTx::InsertIdempotency(const std::string& tenant, const std::string& key,
+                             const std::string& body_hash, const std::string& job_id, Micros now) {
+  Run("insert_idempotency", tenant, key, body_hash, job_id, now);
+}
+
+void PgTx::Probe(Micros now) { Run("probe", now); }
+
+// ---- Tokens ------------------------------------------------------------------------
+
+void PgTx::InsertToken(const TokenRecord& t) {
+  Run("insert_token", t.id, t.secret_hash, t.tenant, ScopesToJson(t.scopes), QueuesToJson(t.queues),
+      t.created_at);
+}
+
+std::optional<TokenRecord> PgTx::SelectToken(const std::string& id) {
+  Rows s = Run("select_token", id);
+  if (s.empty()) return std::nullopt;
+  return RowToToken(s, 0);
+}
+
+std::vector<TokenRecord> PgTx::ListTokens() {
+  std::vector<TokenRecord> out;
+  Rows s = Run("list_tokens");
+  for (int r = 0; r < s.size(); ++r) out.push_back(RowToToken(s, r));
+  return out;
+}
+
+std::optional<TokenRecord> PgTx::RevokeToken(const std::string& id, Micros now) {
+  Rows s = Run("revoke_token", id, now);
+  if (s.empty()) return std::nullopt;
+  return RowToToken(s, 0);
+}
+
+}  // namespace sluice

@@ -1,0 +1,138 @@
+// The PostgreSQL driver's transaction: each Tx method is one named statement of
+// store/sql/postgres/statements.sql (LockBucket: two), prepared once per connection
+// under its name and run with PQexecPrepared. libpq and server errors are thrown as
+// pg::PgError; the driver rolls the transaction back and may run it again.
+// A PgTx is used by one thread at a time, for one transaction.
+#pragma once
+
+#include <string>
+
+#include "store/engine/tx.h"
+#include "store/postgres/pg.h"
+#include "store/statements.h"
+
+namespace sluice {
+
+// Every statement the driver runs, by name (each is also its prepared statement's name).
+// Adding one: a block in statements.sql and a name here (tests/store/pg_store_test.cc
+// checks the two lists agree).
+// clang-format off
+#define SLUICE_PG_STATEMENTS(X)                                                                \
+  X(now) X(select_queue) X(lock_queue) X(queue_exists) X(queue_stats) X(list_queues)           \
+  X(upsert_queue) X(set_paused) X(queue_busy) X(delete_queue) X(select_bucket)                 \
+  X(lock_bucket_key) X(lock_bucket) X(list_buckets) X(bucket_heads) X(bucket_head)             \
+  X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(bucket_released)                     \
+  X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job)      \
+  X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)                   \
+  X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
+  X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
+  X(insert_idempotency) X(probe) X(insert_token) X(select_token) X(list_tokens)                \
+  X(revoke_token)
+// clang-format on
+
+// Whose clock a transaction's decisions use.
+enum class PgClock {
+  kDatabase,  // the database server's (statement `now`): one clock for every process
+  kCaller,    // the `now` each Store call passes (tests on virtual time)
+};
+
+struct PgStatements {
+  // From store/sql/postgres/statements.sql; throws if one is missing.
+  static const PgStatements& Get();
+  explicit PgStatements(const Statements& file);
+
+  // Prepares every statement on `conn` under its name; throws pg::PgError.
+  void PrepareOn(pg::Connection& conn) const;
+
+#define SLUICE_DECLARE(name) std::string name;
+  SLUICE_PG_STATEMENTS(SLUICE_DECLARE)
+#undef SLUICE_DECLARE
+};
+
+class PgTx final : public Tx {
+ public:
+  // `conn` has PgStatements prepared and is inside a transaction.
+  PgTx(pg::Connection& conn, PgClock clock) : conn_(conn), clock_(clock) {}
+
+  Micros Now(Micros caller) override;
+
+  std::optional<QueueRow> LoadQueue(const std::string& name) override;
+  std::optional<QueueRow> LockQueue(const std::string& name) override;
+  bool QueueExists(const std::string& name) override;
+  QueueStats LoadQueueStats(const std::string& name) override;
+  std::vector<std::pair<QueueRow, QueueStats>> ListQueues() override;
+  void UpsertQueue(const std::string& name, const std::string& policy, Micros now) override;
+  bool SetPaused(const std::string& name, bool paused, Micros now) override;
+  int64_t QueueBusy(const std::string& name) override;
+  bool DeleteQueue(const std::string& name) override;
+
+  BucketState LoadBucket(const std::string& queue, const std::string& tenant) override;
+  // An advisory lock on the bucket's name, then its row (if any) FOR UPDATE.
+  BucketState LockBucket(const std::string& queue, const std::string& tenant) override;
+  std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now) override;
+  std::optional<HeadRow> BucketHead(const std::string& queue, const std::string& tenant,
+                                    Micros now) override;
+  std::vector<BucketRow> ListBuckets(const std::string& queue) override;
+  std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
+      const std::string& queue) override;
+  std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
+  void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
+  void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
+                      int64_t cost) override;
+  void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
+  void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                      bool timed_out) override;
+  void BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
+                      bool expired) override;
+
+  void InsertJob(const JobRecord& job) override;
+  std::optional<JobRecord> SelectJob(const std::string& id) override;
+  bool JobExists(const std::string& id) override;
+  int64_t CostAhead(const std::string& queue, const std::string& tenant, const std::string& id,
+                    Micros now) override;
+  std::optional<Micros> NextAvailable(const std::string& queue, Micros now) override;
+  std::optional<JobRecord> LeaseJob(int64_t seq, const std::string& lease_id, Micros released_at,
+                                    std::optional<int64_t> lease_ms,
+                                    const std::string& worker_id) override;
+  std::optional<JobRecord> CompleteJob(const std::string& id, const std::string& lease_id,
+                                       const std::optional<std::string>& result,
+                                       Micros now) override;
+  std::optional<LeaseRow> SelectLiveLease(const std::string& id, const std::string& lease_id,
+                                          Micros now) override;
+  std::optional<JobRecord> EndAttempt(int64_t seq, bool retry, std::optional<Micros> available_at,
+                                      Micros now, const std::string& error) override;
+  std::vector<LeaseRow> LeasesDue(Micros now) override;
+  std::vector<ExpiredRow> ExpireDue(Micros now) override;
+  std::optional<JobRecord> Heartbeat(const std::string& id, const std::string& lease_id,
+                                     std::optional<int64_t> extend_ms, Micros now) override;
+  std::optional<JobRecord> Cancel(const std::string& id, Micros now) override;
+  std::optional<JobRecord> Retry(const std::string& id, Micros now) override;
+  std::vector<std::pair<JobRecord, int64_t>> ListJobs(const JobFilter& filter) override;
+  int64_t CleanJobs(Micros finished_before, int64_t limit) override;
+  void CleanIdempotencyKeys(Micros created_before, int64_t limit) override;
+  std::optional<IdempotencyRow> SelectIdempotency(const std::string& tenant,
+                                                  const std::string& key) override;
+  void InsertIdempotency(const std::string& tenant, const std::string& key,
+                         const std::string& body_hash, const std::string& job_id,
+                         Micros now) override;
+  void Probe(Micros now) override;
+
+  void InsertToken(const TokenRecord& token) override;
+  std::optional<TokenRecord> SelectToken(const std::string& id) override;
+  std::vector<TokenRecord> ListTokens() override;
+  std::optional<TokenRecord> RevokeToken(const std::string& id, Micros now) override;
+
+ private:
+  template <typename... Args>
+  pg::Rows Run(const char* name, Args&&... args) {
+    return conn_.ExecPrepared(name, pg::Params(std::forward<Args>(args)...));
+  }
+  std::optional<JobRecord> OneJob(const pg::Rows& rows);
+  std::optional<QueueRow> OneQueue(const pg::Rows& rows);
+  BucketState OneBucket(const pg::Rows& rows);
+
+  pg::Connection& conn_;
+  PgClock clock_;
+};
+
+}  // namespace sluice

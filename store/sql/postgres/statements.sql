@@ -1,0 +1,285 @@
+-- The PostgreSQL driver's statements (store/postgres/pg_tx.cc), one per block, each named
+-- by the "-- name:" line that opens it, prepared once per connection under that name.
+-- Every parameter is cast to its type, so that preparing needs no type list. Times are
+-- bigint microseconds; "now" is a bound parameter, read by the caller from `now` (the
+-- database's clock) or given by it. Job rows are read as the columns of `select_job`, in
+-- its order. Several processes may share the database: the locking reads say how they
+-- take turns (FOR UPDATE), and what they pass over (SKIP LOCKED).
+
+-- name: now
+-- The database's clock when called (not the transaction's start): one clock for every
+-- process sharing the database.
+SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+
+-- name: select_queue
+SELECT name, policy, version, paused FROM queues WHERE name = $1::text;
+
+-- name: lock_queue
+-- The queue row, locked until the transaction ends: releases from one queue are decided
+-- one transaction at a time, across processes.
+SELECT name, policy, version, paused FROM queues WHERE name = $1::text FOR UPDATE;
+
+-- name: queue_exists
+SELECT 1 FROM queues WHERE name = $1::text;
+
+-- name: queue_stats
+SELECT COALESCE(SUM(queued_count), 0)::bigint, COALESCE(SUM(queued_cost), 0)::bigint,
+       COALESCE(SUM(leased), 0)::bigint, COALESCE(SUM(admitted_total), 0)::bigint,
+       COALESCE(SUM(released_total), 0)::bigint, COALESCE(SUM(succeeded_total), 0)::bigint,
+       COALESCE(SUM(failed_total), 0)::bigint, COALESCE(SUM(expired_total), 0)::bigint,
+       COALESCE(SUM(lease_timeouts_total), 0)::bigint
+FROM buckets WHERE queue = $1::text;
+
+-- name: list_queues
+SELECT q.name, q.policy, q.version, q.paused,
+       COALESCE(SUM(b.queued_count), 0)::bigint, COALESCE(SUM(b.queued_cost), 0)::bigint,
+       COALESCE(SUM(b.leased), 0)::bigint, COALESCE(SUM(b.admitted_total), 0)::bigint,
+       COALESCE(SUM(b.released_total), 0)::bigint, COALESCE(SUM(b.succeeded_total), 0)::bigint,
+       COALESCE(SUM(b.failed_total), 0)::bigint, COALESCE(SUM(b.expired_total), 0)::bigint,
+       COALESCE(SUM(b.lease_timeouts_total), 0)::bigint
+FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name;
+
+-- name: upsert_queue
+INSERT INTO queues (name, policy, version, paused, created_at, updated_at)
+VALUES ($1::text, $2::text, 1, false, $3::bigint, $3::bigint)
+ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, version = queues.version + 1,
+  updated_at = excluded.updated_at;
+
+-- name: set_paused
+UPDATE queues SET paused = $2::boolean, updated_at = $3::bigint WHERE name = $1::text;
+
+-- name: queue_busy
+SELECT (COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0))::bigint FROM buckets
+WHERE queue = $1::text;
+
+-- name: delete_queue
+DELETE FROM queues WHERE name = $1::text;
+
+-- name: select_bucket
+SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
+WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: lock_bucket_key
+-- Admissions to one bucket take turns across processes, even before its row exists (a
+-- row lock needs a row; a refused submit must not make one): a transaction-level
+-- advisory lock on the bucket's name, then lock_bucket.
+SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(31) || $2::text, 0));
+
+-- name: lock_bucket
+-- After lock_bucket_key: under READ COMMITTED this reads what the bucket's previous
+-- admission committed while this one waited.
+SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
+WHERE queue = $1::text AND tenant = $2::text FOR UPDATE;
+
+-- name: list_buckets
+SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
+       (SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant
+        AND j.state = 'queued' ORDER BY j.seq LIMIT 1),
+       b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total,
+       b.lease_timeouts_total
+FROM buckets b WHERE b.queue = $1::text ORDER BY b.tenant;
+
+-- name: bucket_heads
+-- Every bucket of a queue with an available head job: the bucket and its head, the head
+-- locked. A job another transaction holds (being canceled, say) is passed over.
+SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, h.seq, h.cost, h.deadline_at FROM buckets b
+CROSS JOIN LATERAL (
+  SELECT j.seq, j.cost, j.deadline_at FROM jobs j
+  WHERE j.queue = b.queue AND j.tenant = b.tenant AND j.state = 'queued'
+  AND j.available_at <= $2::bigint
+  ORDER BY j.seq LIMIT 1 FOR UPDATE SKIP LOCKED) h
+WHERE b.queue = $1::text AND b.queued_count > 0;
+
+-- name: bucket_head
+SELECT seq, cost, deadline_at FROM jobs
+WHERE queue = $1::text AND tenant = $2::text AND state = 'queued' AND available_at <= $3::bigint
+ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED;
+
+-- name: backlog_buckets
+SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = $1::text ORDER BY tenant;
+
+-- name: backlog_jobs
+SELECT tenant, cost, deadline_at FROM jobs WHERE queue = $1::text AND state = 'queued'
+ORDER BY tenant, seq;
+
+-- name: bucket_admitted
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
+VALUES ($1::text, $2::text, 1, $3::bigint, 1)
+ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = buckets.queued_count + 1,
+  queued_cost = buckets.queued_cost + excluded.queued_cost,
+  admitted_total = buckets.admitted_total + 1;
+
+-- name: bucket_released
+UPDATE buckets SET tat_us = $3::bigint, tat_frac = $4::bigint, queued_count = queued_count - 1,
+  queued_cost = queued_cost - $5::bigint, leased = leased + 1,
+  released_total = released_total + 1
+WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: bucket_lease_ended
+-- A lease ended: succeeded ($3 = 1), failed for good ($4 = 1), by running out ($5 = 1).
+UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + $3::bigint,
+  failed_total = failed_total + $4::bigint,
+  lease_timeouts_total = lease_timeouts_total + $5::bigint
+WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: bucket_requeued
+UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
+  queued_cost = queued_cost + $3::bigint, lease_timeouts_total = lease_timeouts_total + $4::bigint
+WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: bucket_dequeued
+-- A queued job left without a lease: canceled ($4 = 0) or expired ($4 = 1).
+UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - $3::bigint,
+  expired_total = expired_total + $4::bigint
+WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: insert_job
+-- The stored row is exactly these values and the schema's defaults.
+INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start,
+  traceparent)
+VALUES ($1::text, $2::text, $3::text, 'queued', $4::text, $5::bigint, 0, $6::bigint,
+  $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::bigint,
+  $14::text);
+
+-- name: select_job
+SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,
+  created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent
+FROM jobs WHERE id = $1::text;
+
+-- name: job_exists
+SELECT 1 FROM jobs WHERE id = $1::text;
+
+-- name: cost_ahead
+-- Queued cost ahead of a job in its bucket among jobs available now (rule 8).
+SELECT COALESCE(SUM(cost), 0)::bigint FROM jobs
+WHERE queue = $1::text AND tenant = $2::text AND state = 'queued'
+AND seq < (SELECT seq FROM jobs WHERE id = $3::text) AND available_at <= $4::bigint;
+
+-- name: next_available
+SELECT MIN(available_at) FROM jobs WHERE queue = $1::text AND state = 'queued'
+AND available_at > created_at AND available_at > $2::bigint;
+
+-- name: lease_job
+UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_id = $2::text,
+  lease_expires_at = $3::bigint + COALESCE($4::bigint, lease_ms) * 1000,
+  worker_id = $5::text, leased_at = $3::bigint
+WHERE seq = $1::bigint AND state = 'queued'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: complete_job
+UPDATE jobs SET state = 'succeeded', result = $3::text, finished_at = $4::bigint,
+  lease_id = NULL, lease_expires_at = NULL
+WHERE id = $1::text AND state = 'leased' AND lease_id = $2::text
+AND lease_expires_at > $4::bigint
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: select_live_lease
+SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
+WHERE id = $1::text AND state = 'leased' AND lease_id = $2::text
+AND lease_expires_at > $3::bigint;
+
+-- name: end_attempt
+-- A failed attempt: back to queued ($2 true, from $3 if given) or to failed, its error
+-- appended.
+UPDATE jobs SET state = CASE WHEN $2::boolean THEN 'queued' ELSE 'failed' END,
+  available_at = COALESCE($3::bigint, available_at),
+  finished_at = CASE WHEN $2::boolean THEN NULL ELSE $4::bigint END, lease_id = NULL,
+  lease_expires_at = NULL, worker_id = NULL,
+  errors = (errors::jsonb || jsonb_build_array(jsonb_build_object(
+    'attempt', attempt, 'error', $5::text, 'at', $4::bigint)))::text
+WHERE seq = $1::bigint AND state = 'leased'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: leases_due
+-- Leases that ran out, locked; one another transaction holds (its worker completing it,
+-- or another process's reaper) is passed over.
+SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
+WHERE state = 'leased' AND lease_expires_at <= $1::bigint
+FOR UPDATE SKIP LOCKED;
+
+-- name: expire_due
+-- Queued jobs past their deadline; one another transaction holds (a lease deciding on
+-- it, say) is passed over, for the next sweep.
+UPDATE jobs SET state = 'expired', finished_at = $1::bigint
+WHERE seq IN (SELECT seq FROM jobs WHERE state = 'queued' AND deadline_at IS NOT NULL
+              AND deadline_at <= $1::bigint FOR UPDATE SKIP LOCKED)
+AND state = 'queued'
+RETURNING queue, tenant, cost;
+
+-- name: heartbeat
+UPDATE jobs SET lease_expires_at = $4::bigint + COALESCE($3::bigint, lease_ms) * 1000
+WHERE id = $1::text AND state = 'leased' AND lease_id = $2::text
+AND lease_expires_at > $4::bigint
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: cancel_job
+UPDATE jobs SET state = 'canceled', finished_at = $2::bigint
+WHERE id = $1::text AND state = 'queued'
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: retry_job
+UPDATE jobs SET state = 'queued', attempt = 0, available_at = $2::bigint, deadline_at = NULL,
+  finished_at = NULL
+WHERE id = $1::text AND state IN ('failed', 'expired')
+RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: list_jobs
+SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,
+  created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent, seq
+FROM jobs WHERE seq > $1::bigint AND ($2::text IS NULL OR tenant = $2::text)
+AND ($3::text IS NULL OR queue = $3::text) AND ($4::text IS NULL OR state = $4::text)
+ORDER BY seq LIMIT $5::bigint;
+
+-- name: clean_jobs
+DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs
+                               WHERE finished_at IS NOT NULL AND finished_at < $1::bigint
+                               LIMIT $2::bigint FOR UPDATE SKIP LOCKED);
+
+-- name: clean_idempotency_keys
+DELETE FROM idempotency_keys WHERE (tenant, key) IN (
+  SELECT tenant, key FROM idempotency_keys WHERE created_at < $1::bigint LIMIT $2::bigint
+  FOR UPDATE SKIP LOCKED);
+
+-- name: select_idempotency
+SELECT body_hash, job_id FROM idempotency_keys WHERE tenant = $1::text AND key = $2::text;
+
+-- name: insert_idempotency
+-- Two first submits with one key racing (to two buckets): the second fails with
+-- unique_violation, and the driver runs it again, to find the first.
+INSERT INTO idempotency_keys (tenant, key, body_hash, job_id, created_at)
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::bigint);
+
+-- name: probe
+INSERT INTO readiness_probe (id, at) VALUES (1, $1::bigint)
+ON CONFLICT (id) DO UPDATE SET at = excluded.at;
+
+-- name: insert_token
+INSERT INTO tokens (id, secret_hash, tenant, scopes, queues, created_at)
+VALUES ($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint);
+
+-- name: select_token
+SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens
+WHERE id = $1::text;
+
+-- name: list_tokens
+SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM tokens
+ORDER BY created_at, id;
+
+-- name: revoke_token
+UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2::bigint) WHERE id = $1::text
+RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;
