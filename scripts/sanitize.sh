@@ -58,8 +58,10 @@ for kind in "${KINDS[@]}"; do
       echo "==> building build-tsan"
       cmake --build build-tsan -j"$JOBS" --target store_tests server_tests
       [ "$BUILD_ONLY" -eq 1 ] && continue
-      echo "==> TSan: store tests (writer, lookahead, checkpointer, store), the dispatcher"
+      echo "==> TSan: store tests (writer, lookahead, checkpointer, store, PostgreSQL driver), the"
+      echo "    conformance suite on PostgreSQL, the dispatcher"
       build-tsan/tests/store_tests
+      SLUICE_TEST_DRIVER=postgres build-tsan/tests/store_tests "[store]"
       build-tsan/tests/server_tests "[dispatcher]"
       ;;
   esac
