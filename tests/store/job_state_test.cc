@@ -91,8 +91,7 @@ TEST_CASE("schema.sql's CHECK on state lists exactly the enum's names", "[job_st
   CHECK(QuotedNames(m[1].str()) == terminal);
 }
 
-TEST_CASE("The PostgreSQL schema's CHECKs on state list exactly the enum's names",
-          "[job_state]") {
+TEST_CASE("The PostgreSQL schema's CHECKs on state list exactly the enum's names", "[job_state]") {
   std::string schema =
       ReadFile(fs::path(SLUICE_SOURCE_DIR) / "store" / "sql" / "postgres" / "schema.sql");
   static const std::regex kStateCheck(R"(CHECK\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\))",

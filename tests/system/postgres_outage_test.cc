@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -105,7 +106,10 @@ TEST_CASE(
   }
   size_t lost = 0;
   for (const std::string& id : acknowledged) lost += stored.count(id) == 0 ? 1 : 0;
-  INFO("acknowledged " << acknowledged.size() << ", 503s " << unavailable.load());
+  std::printf(
+      "postgres outage: %zu acknowledged (%zu of them after the database came "
+      "back), %d answered 503 storage_unavailable, %zu lost\n",
+      acknowledged.size(), acknowledged.size() - during, unavailable.load(), lost);
   CHECK(lost == 0);
 }
 
