@@ -746,6 +746,85 @@ TEST_CASE("Two PgStores leasing from one queue at once hand out each job once", 
   CHECK(q.value().stats.queued == 0);
 }
 
+TEST_CASE("Two PgStores submitting leasing failing and reaping at once keep the counts true",
+          "[postgres]") {
+  const std::string uri = PgServer::Shared().CreateDatabase();
+  std::unique_ptr<PgStore> a = OpenPg(uri, PgClock::kDatabase, 4);
+  std::unique_ptr<PgStore> b = OpenPg(uri, PgClock::kDatabase, 4);
+  constexpr int kJobs = 120;
+  QueuePolicy p = MakePolicy(1'000'000, 1000);
+  p.bucket.burst = 1000;
+  p.max_attempts = 100;
+  p.retry_backoff_ms = 1;
+  p.retry_backoff_max_ms = 1;
+  REQUIRE(a->PutQueue("export", p, 0).ok());
+  std::atomic<int> submitted{0}, succeeded{0}, errors{0};
+  std::string first_error;
+  std::mutex mu;
+  auto note = [&](const Error& e) {
+    std::lock_guard lock(mu);
+    if (errors++ == 0) first_error = std::string(ErrorCodeName(e.code)) + ": " + e.detail;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {  // producers, over four tenants
+    threads.emplace_back([&, t] {
+      PgStore& store = t % 2 == 0 ? *a : *b;
+      for (int i = 0; i < kJobs / 4; ++i) {
+        auto r = store.Submit(Job("export", "tenant" + std::to_string(t)), 0);
+        if (!r.ok()) note(r.error());
+        if (r.ok()) ++submitted;
+      }
+    });
+  }
+  for (int t = 0; t < 4; ++t) {  // workers: every other attempt fails, short leases lapse
+    threads.emplace_back([&, t] {
+      PgStore& store = t % 2 == 0 ? *a : *b;
+      LeaseRequest req{{"export"}, 2, /*lease_ms=*/t == 0 ? 1 : 30'000, "w" + std::to_string(t)};
+      int n = 0;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (succeeded < kJobs && std::chrono::steady_clock::now() < deadline) {
+        auto r = store.LeaseMany({req}, 0);
+        if (!r[0].ok()) {
+          note(r[0].error());
+          continue;
+        }
+        for (const JobRecord& j : r[0].value().jobs) {
+          if (t == 0) continue;  // lets its 1 ms leases lapse, for the reaper
+          if (++n % 2 == 0) {
+            auto f = store.Fail(j.id, *j.lease_id, FailRequest{"again", true, 0}, 0);
+            if (!f.ok()) note(f.error());
+          } else {
+            auto c = store.Complete(j.id, *j.lease_id, std::nullopt, 0);
+            if (c.ok()) ++succeeded;
+            if (!c.ok()) note(c.error());
+          }
+        }
+      }
+    });
+  }
+  std::atomic<bool> stop{false};
+  std::thread reaper([&] {  // a reaper beside the leases' own sweeps
+    while (!stop) {
+      auto r = b->ReapLeases(0);
+      if (!r.ok()) note(r.error());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  for (auto& th : threads) th.join();
+  stop = true;
+  reaper.join();
+  INFO(first_error);
+  CHECK(errors == 0);
+  CHECK(submitted == kJobs);
+  CHECK(succeeded == kJobs);
+  auto q = a->GetQueue("export");
+  REQUIRE(q.ok());
+  CHECK(q.value().stats.queued == 0);
+  CHECK(q.value().stats.leased == 0);
+  CHECK(q.value().stats.totals.admitted == kJobs);
+  CHECK(q.value().stats.totals.succeeded == kJobs);
+}
+
 TEST_CASE("A PgStore fails fast while its database is down and recovers by itself", "[postgres]") {
   PgServer server;  // a private one: the shared server stays up for the other tests
   const std::string uri = server.CreateDatabase();
