@@ -22,6 +22,8 @@
 #include "server/maintenance.h"
 #include "server/metrics.h"
 #include "server/request_reader.h"
+#include "store/db_uri.h"
+#include "store/postgres/pg_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace {
@@ -32,6 +34,7 @@ struct Flags {
   std::string config;
   std::string port_file;
   std::string synchronous = "FULL";
+  int db_pool = 8;
   int io_threads = 2;
   int http_threads = 16;
   int64_t max_body_bytes = 1 << 20;
@@ -71,6 +74,32 @@ std::string AdminTokenFromEnv() {
   return "";
 }
 
+sluice::Result<std::unique_ptr<sluice::Store>> OpenStore(const Flags& flags,
+                                                         sluice::Metrics& metrics,
+                                                         boost::asio::io_context& http_io) {
+  if (sluice::IsPostgresUri(flags.db)) {
+    sluice::PgStoreOptions options;
+    options.uri = flags.db;
+    options.pool = flags.db_pool;
+    auto opened = sluice::PgStore::Open(options);
+    if (!opened.ok()) return opened.error();
+    return std::unique_ptr<sluice::Store>(std::move(opened.value()));
+  }
+  sluice::SqliteStoreOptions options;
+  options.path = flags.db;
+  options.synchronous = flags.synchronous;
+  options.on_commit = [&metrics](double seconds, size_t ops, bool flushed) {
+    metrics.ObserveCommit(seconds, ops, flushed);
+  };
+  options.on_flush = [&metrics](double seconds) { metrics.ObserveFlush(seconds); };
+  options.completions = [&http_io](std::function<void()> fn) {
+    boost::asio::post(http_io, std::move(fn));
+  };
+  auto opened = sluice::SqliteStore::Open(options);
+  if (!opened.ok()) return opened.error();
+  return std::unique_ptr<sluice::Store>(std::move(opened.value()));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,7 +108,12 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App cli{"sluiced: a traffic-shaping job queue server"};
   cli.add_option("--listen", flags.listen, "host:port to listen on (port 0 picks a free one)");
-  cli.add_option("--db", flags.db, "SQLite database file (created if missing)");
+  cli.add_option("--db", flags.db,
+                 "SQLite database file (created if missing), or a PostgreSQL connection URI "
+                 "(postgres://user@host:port/dbname)");
+  cli.add_option("--db-pool", flags.db_pool,
+                 "PostgreSQL: connections to the database (each with its own driver thread)")
+      ->check(CLI::Range(1, 256));
   cli.add_option("--config", flags.config, "JSON config declaring queues");
   cli.add_option("--port-file", flags.port_file, "write the bound port here once listening");
   cli.add_option("--synchronous", flags.synchronous, "SQLite synchronous level: FULL or NORMAL")
@@ -136,24 +170,14 @@ int main(int argc, char** argv) {
   // Connections, intake, leases and acks run here; declared before the store, whose
   // group commits deliver their completions to it, so that it outlives the store.
   boost::asio::io_context http_io(flags.io_threads);
-  sluice::SqliteStoreOptions store_options;
-  store_options.path = flags.db;
-  store_options.synchronous = flags.synchronous;
-  store_options.on_commit = [&metrics](double seconds, size_t ops, bool flushed) {
-    metrics.ObserveCommit(seconds, ops, flushed);
-  };
-  store_options.on_flush = [&metrics](double seconds) { metrics.ObserveFlush(seconds); };
-  store_options.completions = [&http_io](std::function<void()> fn) {
-    boost::asio::post(http_io, std::move(fn));
-  };
-  auto opened = sluice::SqliteStore::Open(store_options);
+  auto opened = OpenStore(flags, metrics, http_io);
   if (!opened.ok()) {
     sluice::LogEvent(spdlog::level::err, "storage_open_failed",
                      {{"detail", opened.error().detail}});
     spdlog::shutdown();
     return 1;
   }
-  std::unique_ptr<sluice::SqliteStore> store = std::move(opened.value());
+  std::unique_ptr<sluice::Store> store = std::move(opened.value());
   sluice::SystemClock clock;
 
   if (!flags.config.empty()) {
@@ -240,7 +264,7 @@ int main(int argc, char** argv) {
 
   sluice::LogEvent(spdlog::level::info, "listening",
                    {{"address", host + ":" + std::to_string(bound.value())},
-                    {"db", flags.db},
+                    {"db", sluice::RedactDb(flags.db)},
                     {"max_connections", http_options.max_connections},
                     {"synchronous", flags.synchronous}});
   if (!flags.port_file.empty()) {

@@ -6,8 +6,8 @@ namespace {
 constexpr std::string_view kMarker = "-- name:";
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' ||
-                        s.front() == '\r')) {
+  while (!s.empty() &&
+         (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) {
     s.remove_prefix(1);
   }
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||

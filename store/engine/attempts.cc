@@ -10,8 +10,7 @@ bool MayRetry(const LeaseRow& lease, const AttemptEnd& end, Micros now) {
 }
 
 std::optional<JobRecord> EndLeasedAttempt(Tx& tx, const LeaseRow& lease, const AttemptEnd& end,
-                                          Micros now,
-                                          const std::function<int64_t()>& backoff_ms) {
+                                          Micros now, const std::function<int64_t()>& backoff_ms) {
   const bool retry = MayRetry(lease, end, now);
   std::optional<Micros> available_at;
   if (retry) {
@@ -31,8 +30,8 @@ std::optional<JobRecord> EndLeasedAttempt(Tx& tx, const LeaseRow& lease, const A
 
 MaintenanceCounts ReapLapsedLeases(Tx& tx, Micros now) {
   MaintenanceCounts counts;
-  const AttemptEnd lapsed{.error = "lease expired", .retryable = true, .timed_out = true,
-                          .delay_ms = 0};
+  const AttemptEnd lapsed{
+      .error = "lease expired", .retryable = true, .timed_out = true, .delay_ms = 0};
   for (const LeaseRow& lease : tx.LeasesDue(now)) {
     auto job = EndLeasedAttempt(tx, lease, lapsed, now, [] { return int64_t{0}; });
     if (!job) continue;

@@ -16,8 +16,8 @@ namespace sluice {
 struct AttemptEnd {
   std::string error;
   bool retryable = true;
-  bool timed_out = false;            // the lease ran out (not a worker's fail)
-  std::optional<int64_t> delay_ms;   // before the retry; else `backoff_ms()`
+  bool timed_out = false;           // the lease ran out (not a worker's fail)
+  std::optional<int64_t> delay_ms;  // before the retry; else `backoff_ms()`
 };
 
 // Whether an attempt that ended so may be tried again: it is retryable, attempts are
@@ -28,8 +28,7 @@ bool MayRetry(const LeaseRow& lease, const AttemptEnd& end, Micros now);
 // for good; the bucket's counters follow. `backoff_ms` is asked only for a retry
 // without its own delay. Nothing when the job is no longer leased (a lost race).
 std::optional<JobRecord> EndLeasedAttempt(Tx& tx, const LeaseRow& lease, const AttemptEnd& end,
-                                          Micros now,
-                                          const std::function<int64_t()>& backoff_ms);
+                                          Micros now, const std::function<int64_t()>& backoff_ms);
 
 // Rule 7: every lease that ran out by `now` ends (requeued or failed).
 MaintenanceCounts ReapLapsedLeases(Tx& tx, Micros now);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <optional>
 
 #include "common/error.h"
@@ -36,6 +37,17 @@ class Driver {
   using Done = std::function<void(std::optional<Error>)>;
 
   virtual void Write(Op op, Done done, Sync sync) = 0;
+  // Write, waiting for the outcome on this thread. A driver whose `done` runs through an
+  // executor (an event loop) overrides it, so that a caller can wait before that
+  // executor runs (at start-up, say) and the wait costs no hand-off.
+  virtual std::optional<Error> WriteAndWait(Op op, Sync sync) {
+    std::promise<std::optional<Error>> promise;
+    auto future = promise.get_future();
+    Write(
+        std::move(op), [&promise](std::optional<Error> e) { promise.set_value(std::move(e)); },
+        sync);
+    return future.get();
+  }
   // Runs `op` on a consistent read-only snapshot and returns its Error or nothing.
   virtual std::optional<Error> Read(const Op& op) = 0;
 };

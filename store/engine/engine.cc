@@ -1,7 +1,6 @@
 #include "store/engine/engine.h"
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <random>
 
@@ -74,11 +73,16 @@ void Engine::WriteAsync(std::function<Result<T>(Tx&)> fn, Done<T> done, Driver::
 
 template <typename T>
 Result<T> Engine::Write(std::function<Result<T>(Tx&)> fn, Driver::Sync sync) {
-  std::promise<Result<T>> promise;
-  auto future = promise.get_future();
-  WriteAsync<T>(
-      std::move(fn), [&promise](Result<T> r) { promise.set_value(std::move(r)); }, sync);
-  return future.get();
+  std::optional<Result<T>> slot;
+  std::optional<Error> failure = driver_->WriteAndWait(
+      [&slot, fn = std::move(fn)](Tx& tx) -> std::optional<Error> {
+        slot = fn(tx);
+        if (!slot->ok()) return slot->error();
+        return std::nullopt;
+      },
+      sync);
+  if (failure) return *failure;
+  return std::move(*slot);
 }
 
 template <typename T>
@@ -95,8 +99,7 @@ Result<T> Engine::Read(const std::function<Result<T>(Tx&)>& fn) {
 
 // ---- Queues ------------------------------------------------------------------------
 
-Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy,
-                                   Micros now) {
+Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy, Micros now) {
   std::string text = PolicyToJson(policy).dump();
   return Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
     tx.UpsertQueue(name, text, tx.Now(now));
@@ -199,7 +202,6 @@ Result<std::vector<TenantBacklog>> Engine::Backlog(const std::string& queue) {
 void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done) {
   WriteAsync<SubmitOutcome>(
       [job = std::move(job), caller_now](Tx& tx) -> Result<SubmitOutcome> {
-        const Micros now = tx.Now(caller_now);
         auto q = LoadQueue(tx, job.queue);
         if (!q) return UnknownQueue(job.queue);
         SubmitOutcome out;
@@ -208,6 +210,7 @@ void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done
         // The bucket is read under its lock: admissions to one bucket are decided one
         // at a time, whichever process makes them.
         BucketState bucket = tx.LockBucket(job.queue, job.tenant);
+        const Micros now = tx.Now(caller_now);  // read once the lock is held
         if (job.idempotency_key) {
           if (auto seen = tx.SelectIdempotency(job.tenant, *job.idempotency_key)) {
             if (seen->body_hash != job.body_hash) {
@@ -299,6 +302,7 @@ std::vector<Result<LeaseOutcome>> Engine::LeaseMany(const std::vector<LeaseReque
   // gets lease_lost on its ack). Anything durable that follows flushes them too.
   auto r = Write<Outcomes>(
       [&requests, caller_now, lookahead](Tx& tx) -> Result<Outcomes> {
+        LockRequestedQueues(tx, requests);
         const Micros now = tx.Now(caller_now);
         (void)ReapLapsedLeases(tx, now);
         (void)ExpireDue(tx, now);
@@ -318,9 +322,8 @@ std::vector<Result<LeaseOutcome>> Engine::LeaseMany(const std::vector<LeaseReque
   return results;
 }
 
-void Engine::CompleteAsync(std::string id, std::string lease_id,
-                           std::optional<std::string> result, Micros caller_now,
-                           Done<JobRecord> done) {
+void Engine::CompleteAsync(std::string id, std::string lease_id, std::optional<std::string> result,
+                           Micros caller_now, Done<JobRecord> done) {
   WriteAsync<JobRecord>(
       [id = std::move(id), lease_id = std::move(lease_id), result = std::move(result),
        caller_now](Tx& tx) -> Result<JobRecord> {
@@ -340,8 +343,10 @@ void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, M
         const Micros now = tx.Now(caller_now);
         auto lease = tx.SelectLiveLease(id, lease_id, now);
         if (!lease) return LostOrMissing(tx, id);
-        const AttemptEnd end{.error = fail.error, .retryable = fail.retryable,
-                             .timed_out = false, .delay_ms = fail.retry_in_ms};
+        const AttemptEnd end{.error = fail.error,
+                             .retryable = fail.retryable,
+                             .timed_out = false,
+                             .delay_ms = fail.retry_in_ms};
         auto backoff = [&] {
           auto q = LoadQueue(tx, lease->queue);
           if (!q) return int64_t{0};

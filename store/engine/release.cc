@@ -124,26 +124,26 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
 
 }  // namespace
 
+void LockRequestedQueues(Tx& tx, const std::vector<LeaseRequest>& requests) {
+  std::set<std::string> all;
+  for (const LeaseRequest& r : requests) all.insert(r.queues.begin(), r.queues.end());
+  for (const std::string& name : all) (void)tx.LockQueue(name);
+}
+
 void LeaseAll(Tx& tx, const std::vector<LeaseRequest>& requests, std::vector<LeaseOutcome>& outs,
               Micros now, Micros horizon) {
   std::map<std::vector<std::string>,
            std::pair<std::vector<const LeaseRequest*>, std::vector<LeaseOutcome*>>>
       groups;
   std::vector<const std::vector<std::string>*> order;
-  std::set<std::string> all;
   for (size_t i = 0; i < requests.size(); ++i) {
     std::set<std::string> uniq(requests[i].queues.begin(), requests[i].queues.end());
-    all.insert(uniq.begin(), uniq.end());
     std::vector<std::string> key(uniq.begin(), uniq.end());
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(&it->first);
     it->second.first.push_back(&requests[i]);
     it->second.second.push_back(&outs[i]);
   }
-  // Releases from a queue are decided one transaction at a time (its TAT and caps):
-  // lock every queue named, in name order, so that two lease transactions never wait
-  // for each other in a cycle.
-  for (const std::string& name : all) (void)tx.LockQueue(name);
   for (const auto* key : order) {
     auto& [reqs, group_outs] = groups[*key];
     LeaseGroup(tx, *key, reqs, group_outs, now, horizon);

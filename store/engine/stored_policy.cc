@@ -15,8 +15,7 @@ std::optional<QueuePolicy> ParseStoredPolicy(const std::string& text) {
     if (auto it = parsed.find(text); it != parsed.end()) return it->second;
   }
   // Written by PolicyToJson; a policy stored before the span rule still loads.
-  auto policy =
-      PolicyFromJson(nlohmann::json::parse(text, nullptr, false), /*check_spans=*/false);
+  auto policy = PolicyFromJson(nlohmann::json::parse(text, nullptr, false), /*check_spans=*/false);
   if (!policy.ok()) return std::nullopt;
   std::lock_guard lock(mu);
   if (parsed.size() >= 1024) parsed.clear();  // bounded: old policies fall out

@@ -118,8 +118,7 @@ class Tx {
   virtual std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) = 0;
   // Queued jobs of a queue by tenant, FIFO: (tenant, cost, deadline).
-  virtual std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(
-      const std::string& queue) = 0;
+  virtual std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) = 0;
   // Counter changes, each in step with a job transition in the same transaction.
   virtual void BucketAdmitted(const std::string& queue, const std::string& tenant,
                               int64_t cost) = 0;

@@ -29,15 +29,14 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
   try {
     (void)SqliteStatements::Get();  // every statement is there, or fail now
     // The writer's WAL writes go out one system call per commit (store/sqlite/wal_vfs.h).
-    auto db = std::make_unique<sqlite::Db>(options.path, options.synchronous,
-                                           options.busy_timeout_ms,
-                                           sqlite::RegisterCoalescingWalVfs());
+    auto db =
+        std::make_unique<sqlite::Db>(options.path, options.synchronous, options.busy_timeout_ms,
+                                     sqlite::RegisterCoalescingWalVfs());
     // Only the migration record's applied_at reads the wall clock.
     PrepareSqliteSchema(*db, WallMicros());
     driver->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
-    driver->writer_ = std::make_unique<Writer>(std::move(db), options.max_batch,
-                                               options.completions, options.on_commit,
-                                               options.on_flush);
+    driver->writer_ = std::make_unique<Writer>(
+        std::move(db), options.max_batch, options.completions, options.on_commit, options.on_flush);
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
     err.detail = std::string("cannot open database: ") + e.what();
@@ -63,6 +62,18 @@ void SqliteDriver::Write(Op op, Done done, Sync sync) {
         }
       },
       sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+}
+
+std::optional<Error> SqliteDriver::WriteAndWait(Op op, Sync sync) {
+  Result<Ok> r = writer_->Run<Ok>(
+      [op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+        SqliteTx tx(db, SqliteStatements::Get());
+        if (std::optional<Error> e = op(tx)) return *e;
+        return Ok{};
+      },
+      sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+  if (r.ok()) return std::nullopt;
+  return r.error();
 }
 
 std::optional<Error> SqliteDriver::Read(const Op& op) {

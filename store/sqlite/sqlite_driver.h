@@ -37,6 +37,8 @@ class SqliteDriver final : public Driver {
   ~SqliteDriver() override;
 
   void Write(Op op, Done done, Sync sync) override;
+  // Answered on this thread, not through the completions executor.
+  std::optional<Error> WriteAndWait(Op op, Sync sync) override;
   std::optional<Error> Read(const Op& op) override;
 
   const Writer& writer() const { return *writer_; }

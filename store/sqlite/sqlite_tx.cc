@@ -157,8 +157,8 @@ std::vector<BucketHeadRow> SqliteTx::BucketHeads(const std::string& queue, Micro
   Stmt s = db_.Prepare(sql_.bucket_heads);
   s.BindAll(queue, now);
   while (s.Step()) {
-    out.push_back(BucketHeadRow{s.Text(0), ScheduleInstant{s.Int(1), s.Int(2)}, s.Int(3),
-                                s.Int(4), s.Int(5), s.OptInt(6)});
+    out.push_back(BucketHeadRow{s.Text(0), ScheduleInstant{s.Int(1), s.Int(2)}, s.Int(3), s.Int(4),
+                                s.Int(5), s.OptInt(6)});
   }
   return out;
 }
@@ -206,8 +206,7 @@ std::vector<std::pair<std::string, BacklogJob>> SqliteTx::BacklogJobs(const std:
   return out;
 }
 
-void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenant,
-                              int64_t cost) {
+void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) {
   db_.Prepare(sql_.bucket_admitted).BindAll(queue, tenant, cost).Exec();
 }
 
@@ -216,8 +215,7 @@ void SqliteTx::BucketReleased(const std::string& queue, const std::string& tenan
   db_.Prepare(sql_.bucket_released).BindAll(queue, tenant, tat.us, tat.frac, cost).Exec();
 }
 
-void SqliteTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant,
-                                LeaseEnd end) {
+void SqliteTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {
   db_.Prepare(sql_.bucket_lease_ended)
       .BindAll(queue, tenant, Flag(end.succeeded), Flag(end.failed), Flag(end.timed_out))
       .Exec();

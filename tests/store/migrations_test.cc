@@ -2,12 +2,14 @@
 // built by tests/store/fixtures/make_unversioned_db.sh with the release of 2026-12-01)
 // opens and upgrades in place, keeping everything; a new database gets the same schema
 // from schema.sql; a database newer than the binary is refused.
+#include "store/migrations.h"
+
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <tuple>
 
-#include "store/migrations.h"
 #include "store/sqlite/sqlite_store.h"
 #include "tests/testutil/manual_clock.h"
 #include "tests/testutil/temp_dir.h"
@@ -43,14 +45,36 @@ std::vector<int64_t> Versions(const std::string& path) {
   return out;
 }
 
-// Every table, index and trigger with its SQL, but the version records' table.
+// `sql` without comments, its whitespace collapsed: SQLite keeps a CREATE statement's
+// text as written, comments included.
+std::string Normalized(const std::string& sql) {
+  std::string out;
+  bool space = false;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql.compare(i, 2, "--") == 0) {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+      space = true;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(sql[i]))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out.push_back(' ');
+    space = false;
+    out.push_back(sql[i]);
+  }
+  return out;
+}
+
+// Every table and index with its SQL (normalized).
 std::set<std::tuple<std::string, std::string, std::string>> SchemaOf(const std::string& path) {
   sqlite::Db db(path, "FULL", 5000);
   sqlite::Stmt s = db.Prepare(
       "SELECT type, name, COALESCE(sql, '') FROM sqlite_master "
       "WHERE name NOT LIKE 'sqlite_%'");
   std::set<std::tuple<std::string, std::string, std::string>> out;
-  while (s.Step()) out.emplace(s.Text(0), s.Text(1), s.Text(2));
+  while (s.Step()) out.emplace(s.Text(0), s.Text(1), Normalized(s.Text(2)));
   return out;
 }
 
@@ -62,7 +86,7 @@ bool HasTable(const std::string& path, const std::string& table) {
 }
 
 TEST_CASE("A database made before schema versions upgrades in place and keeps its data",
-          "[store][migrations]") {
+          "[sqlite][migrations]") {
   TempDir dir;
   const std::string path = CopyFixture(dir);
   REQUIRE(HasTable(path, "jobs"));
@@ -89,7 +113,7 @@ TEST_CASE("A database made before schema versions upgrades in place and keeps it
   std::multiset<std::string> states;
   for (const JobRecord& j : jobs.value().jobs) states.insert(std::string(JobStateName(j.state)));
   CHECK(states == std::multiset<std::string>{"canceled", "failed", "leased", "queued", "queued",
-                                              "succeeded"});
+                                             "succeeded"});
   auto tokens = store->ListTokens();
   REQUIRE(tokens.ok());
   CHECK(tokens.value().size() == 3);
@@ -144,7 +168,7 @@ TEST_CASE("A database made before schema versions upgrades in place and keeps it
   CHECK(Versions(path) == expected);
 }
 
-TEST_CASE("A new database gets the schema an upgraded one has", "[store][migrations]") {
+TEST_CASE("A new database gets the schema an upgraded one has", "[sqlite][migrations]") {
   TempDir dir;
   const std::string old_path = CopyFixture(dir);
   const std::string new_path = dir.File("new.db");
@@ -156,13 +180,14 @@ TEST_CASE("A new database gets the schema an upgraded one has", "[store][migrati
   CHECK(Versions(old_path).back() == Versions(new_path).back());
 }
 
-TEST_CASE("Migration 2 drops the index that jobs_delayed replaced", "[store][migrations]") {
+TEST_CASE("Migration 2 drops the index that jobs_delayed replaced", "[sqlite][migrations]") {
   TempDir dir;
   const std::string path = CopyFixture(dir);
   {
     sqlite::Db old(path, "FULL", 5000);
-    old.Exec("CREATE INDEX jobs_queued_available ON jobs (queue, available_at) "
-             "WHERE state = 'queued'");
+    old.Exec(
+        "CREATE INDEX jobs_queued_available ON jobs (queue, available_at) "
+        "WHERE state = 'queued'");
   }
   OpenStore(path).reset();
   sqlite::Db db(path, "FULL", 5000);
@@ -175,7 +200,7 @@ TEST_CASE("Migration 2 drops the index that jobs_delayed replaced", "[store][mig
 }
 
 TEST_CASE("A database at a newer schema version than the binary is refused",
-          "[store][migrations]") {
+          "[sqlite][migrations]") {
   TempDir dir;
   const std::string path = dir.File("t.db");
   OpenStore(path).reset();
@@ -190,7 +215,7 @@ TEST_CASE("A database at a newer schema version than the binary is refused",
   CHECK_THAT(opened.error().detail, Catch::Contains("schema version 9999"));
 }
 
-TEST_CASE("Migration files are numbered from 2 in order", "[store][migrations]") {
+TEST_CASE("Migration files are numbered from 2 in order", "[sqlite][migrations]") {
   auto migrations = MigrationsOf("sqlite");
   REQUIRE_FALSE(migrations.empty());
   CHECK(migrations.front().version == 2);

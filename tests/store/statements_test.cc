@@ -1,19 +1,20 @@
 // Named statements: the parser, and the SQLite driver's file against its list (every
 // statement named in code is in the file and prepares on a new database, and the file
 // holds nothing the code does not run).
+#include "store/statements.h"
+
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "store/sql_files.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_tx.h"
-#include "store/statements.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {
 namespace {
 
-TEST_CASE("Statements are split at their name lines, comments kept, ';' dropped", "[store]") {
+TEST_CASE("Statements are split at their name lines, comments kept, ';' dropped", "[statements]") {
   Statements s(
       "-- a file comment\n"
       "-- name: one\n"
@@ -30,14 +31,14 @@ TEST_CASE("Statements are split at their name lines, comments kept, ';' dropped"
   CHECK_THROWS_WITH(s.Get("three"), Catch::Contains("test.sql has no statement named three"));
 }
 
-TEST_CASE("A statement named twice or empty is refused", "[store]") {
+TEST_CASE("A statement named twice or empty is refused", "[statements]") {
   CHECK_THROWS_WITH(Statements("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n", "f.sql"),
                     Catch::Contains("named twice"));
   CHECK_THROWS_WITH(Statements("-- name: a\n\n-- name: b\nSELECT 2;\n", "f.sql"),
                     Catch::Contains("a is empty"));
 }
 
-TEST_CASE("The SQLite driver runs every statement of its file and no other", "[store]") {
+TEST_CASE("The SQLite driver runs every statement of its file and no other", "[statements]") {
   const char* kFile = "store/sql/sqlite/statements.sql";
   auto text = FindSqlFile(kFile);
   REQUIRE(text);

@@ -1,14 +1,24 @@
-// Test fixture for store/: a fresh SQLite file per test (TempDir), virtual time
-// (ManualClock) and a deterministic retry-jitter draw. Used by tests/store/*_test.cc.
+// Test fixture for store/: a fresh store per test on the driver the environment names
+// (SLUICE_TEST_DRIVER=sqlite, the default: a new file in a TempDir; =postgres: a new
+// database on the shared test server, testutil/pg_server.h), virtual time (ManualClock:
+// the PostgreSQL store is opened with the caller's clock) and a deterministic
+// retry-jitter draw. The contract tests (tag [store]) use only the Store interface, so
+// tests/CMakeLists.txt runs them on every driver: one conformance suite.
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "store/sqlite/sqlite_store.h"
+#if __has_include("store/postgres/pg_store.h")
+#include "store/postgres/pg_store.h"
+#include "tests/testutil/pg_server.h"
+#define SLUICE_TEST_HAVE_PG 1
+#endif
 #include "tests/testutil/manual_clock.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -21,24 +31,58 @@ inline QueuePolicy MakePolicy(int64_t rate_milli, int64_t capacity = 100) {
   return p;
 }
 
+// The driver the tests run on: SLUICE_TEST_DRIVER, "sqlite" by default.
+inline std::string TestDriver() {
+  const char* d = std::getenv("SLUICE_TEST_DRIVER");
+  return d && *d ? d : "sqlite";
+}
+
 class StoreFixture {
  public:
-  StoreFixture() { Open(); }
+  StoreFixture() : driver_(TestDriver()) { Open(); }
 
-  // (Re)opens the store on the same file, closing the previous one first.
+  // (Re)opens the store on the same file (or database), closing the previous one first.
   void Open() {
     store_.reset();
+    sqlite_ = nullptr;
+    if (driver_ == "postgres") {
+#ifdef SLUICE_TEST_HAVE_PG
+      if (pg_uri_.empty()) pg_uri_ = PgServer::Shared().CreateDatabase();
+      PgStoreOptions options;
+      options.uri = pg_uri_;
+      options.clock = PgClock::kCaller;
+      options.unit_random = [this] { return unit_random_; };
+      auto opened = PgStore::Open(options);
+      INFO((opened.ok() ? std::string() : opened.error().detail));
+      REQUIRE(opened.ok());
+      store_ = std::move(opened.value());
+#else
+      FAIL("this build has no PostgreSQL driver");
+#endif
+      return;
+    }
+    REQUIRE(driver_ == "sqlite");
     SqliteStoreOptions options;
     options.path = db_path();
     options.unit_random = [this] { return unit_random_; };
     auto opened = SqliteStore::Open(options);
     INFO((opened.ok() ? std::string() : opened.error().detail));
     REQUIRE(opened.ok());
+    sqlite_ = opened.value().get();
     store_ = std::move(opened.value());
   }
-  void Close() { store_.reset(); }
+  void Close() {
+    store_.reset();
+    sqlite_ = nullptr;
+  }
 
-  SqliteStore& store() { return *store_; }
+  Store& store() { return *store_; }
+  // The SQLite store, for the driver's own tests (they always run on SQLite).
+  SqliteStore& sqlite() {
+    REQUIRE(sqlite_ != nullptr);
+    return *sqlite_;
+  }
+  const std::string& driver() const { return driver_; }
   ManualClock& clock() { return clock_; }
   Micros now() const { return clock_.Now(); }
   std::string db_path() const { return dir_.File("t.db"); }
@@ -115,10 +159,13 @@ class StoreFixture {
   }
 
  private:
+  std::string driver_;
   TempDir dir_;
+  std::string pg_uri_;  // the test's database, on postgres
   ManualClock clock_;
   double unit_random_ = 0.5;
-  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Store> store_;
+  SqliteStore* sqlite_ = nullptr;  // store_, when on SQLite
 };
 
 }  // namespace sluice::testing

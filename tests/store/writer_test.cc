@@ -211,8 +211,8 @@ TEST_CASE("With synchronous=FULL the committer flushes, once per durable caller 
 TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") {
   StoreFixture f;
   f.PutQueue("export", MakePolicy(1000, 1'000'000));
-  const uint64_t commits_before = f.store().writer().commits();
-  const uint64_t ops_before = f.store().writer().operations();
+  const uint64_t commits_before = f.sqlite().writer().commits();
+  const uint64_t ops_before = f.sqlite().writer().operations();
 
   constexpr int kThreads = 16;
   constexpr int kPerThread = 200;
@@ -253,8 +253,8 @@ TEST_CASE("Concurrent submits all succeed and are group-committed", "[writer]") 
   REQUIRE(q.ok());
   CHECK(q.value().stats.queued == kThreads * kPerThread);
 
-  const uint64_t commits = f.store().writer().commits() - commits_before;
-  const uint64_t ops = f.store().writer().operations() - ops_before;
+  const uint64_t commits = f.sqlite().writer().commits() - commits_before;
+  const uint64_t ops = f.sqlite().writer().operations() - ops_before;
   CAPTURE(commits, ops);
   CHECK(ops == static_cast<uint64_t>(kThreads * kPerThread));
   CHECK(commits < ops);  // some transactions carried more than one submit

@@ -23,6 +23,7 @@
 
 #include "common/time.h"
 #include "tests/testutil/server_process.h"
+#include "tests/testutil/test_db.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice::testing {
@@ -387,7 +388,7 @@ TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]
 
   TempDir dir;
   ServerOptions options;
-  options.db_path = dir.File("crash.db");
+  options.db_path = TestDb(dir, "crash.db");
   auto server = std::make_unique<ServerProcess>(options);
 
   std::string submit_token, work_token;

@@ -6,6 +6,7 @@
 
 #include "common/time.h"
 #include "tests/testutil/server_process.h"
+#include "tests/testutil/test_db.h"
 
 namespace sluice::testing {
 namespace {
@@ -317,11 +318,12 @@ TEST_CASE("fail: retryable goes back to queued, then fails for good") {
 
 TEST_CASE("an acknowledged job survives kill -9") {
   TempDir dir;
+  const std::string db = TestDb(dir, "durable.db");
   std::string id;
   std::string acme;
   {
     ServerOptions o;
-    o.db_path = dir.File("durable.db");
+    o.db_path = db;
     Fixture f({{"rate", 1}, {"capacity", 10}}, o);
     auto sub = f.Submit(f.acme, {{"payload", "keep me"}});
     REQUIRE(sub.status == 202);
@@ -330,7 +332,7 @@ TEST_CASE("an acknowledged job survives kill -9") {
     CHECK(f.server.Stop(SIGKILL) == -SIGKILL);
   }
   ServerOptions o;
-  o.db_path = dir.File("durable.db");
+  o.db_path = db;
   ServerProcess again(o);
   auto c = again.Client();
   auto read = Call(*c, "GET", "/v1/jobs/" + id, nullptr, Bearer(acme));

@@ -1,4 +1,5 @@
 #include "tests/testutil/server_process.h"
+#include "tests/testutil/test_db.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,7 +34,7 @@ bool PollUntil(F ready, std::chrono::milliseconds timeout) {
 }  // namespace
 
 ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options)) {
-  db_path_ = options_.db_path.empty() ? dir_.File("sluice.db") : options_.db_path;
+  db_path_ = options_.db_path.empty() ? TestDb(dir_, "sluice.db") : options_.db_path;
   log_path_ = dir_.File("sluiced.log");
   const std::string port_file = dir_.File("port");
 

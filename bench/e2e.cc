@@ -1,0 +1,384 @@
+// End-to-end throughput of a real sluiced, on either storage driver (bench/drivers.sh):
+// S submitter threads submit N single jobs for T tenants over keep-alive HTTP while W
+// worker threads long-poll POST /v1/leases and complete each job they get, one after
+// another on their own connection. The queue's rate is far above what the machine can
+// do, so the shaper never holds a job back: the figures are the server's and its store's.
+//
+// Prints one JSON object:
+//   submit_jobs_per_s   202s per second from the first submit sent to the last 202 read;
+//   e2e_jobs_per_s      completions per second from the first submit sent to the last
+//                       completion's 200 read;
+//   latency_ms          submit → complete per job: from just before its submit was sent
+//                       (carried in the payload as microseconds since the start) to its
+//                       completion's 200, p50/p90/p99/max;
+//   sluiced_cpu_us_per_job  sluiced's utime + stime (/proc/<pid>/stat, all threads) over
+//                       the run, per completed job; with --pg-pid the same for the
+//                       PostgreSQL cluster (the postmaster, its children, and the
+//                       children it reaped during the run);
+//   check               every 202'd job completed exactly once: duplicates, missing
+//                       and unknown completions, non-202 submits and failed completes are
+//                       counted, and any of them makes the exit status 1.
+//
+// Usage: sluice-bench-e2e [--db PATH|postgres://...] [--jobs N] [--tenants T]
+//          [--submitters S] [--workers W] [--max-jobs 8] [--pg-pid PID]
+//          [--server-arg FLAG ...]
+// The admin token is SLUICE_ADMIN_TOKEN if set, else a fresh random one.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/testutil/server_process.h"
+
+using nlohmann::json;
+using sluice::testing::Call;
+using sluice::testing::ServerOptions;
+using sluice::testing::ServerProcess;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// The fields of /proc/<pid>/stat after the command name (which may hold spaces);
+// empty if the process is gone. fields[0] is field 3 (state).
+std::vector<std::string> StatFields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return {};
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(line.substr(close + 2));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+// utime + stime of a process (fields 14 and 15), in clock ticks; with `reaped`, also
+// cutime + cstime (16, 17): the children it has waited for.
+long long CpuTicks(pid_t pid, bool reaped = false) {
+  std::vector<std::string> f = StatFields(pid);
+  if (f.size() < 15) return 0;
+  long long t = std::stoll(f[11]) + std::stoll(f[12]);
+  if (reaped) t += std::stoll(f[13]) + std::stoll(f[14]);
+  return t;
+}
+
+// CPU of a PostgreSQL cluster: its postmaster (with the children it reaped) and its
+// live children (backends and auxiliary processes are all the postmaster's children).
+// A backend that exits between two samples moves from the live sum into the
+// postmaster's reaped sum, so the difference of two samples is what the cluster spent.
+long long ClusterTicks(pid_t postmaster) {
+  long long t = CpuTicks(postmaster, true);
+  DIR* proc = opendir("/proc");
+  if (!proc) return t;
+  const std::string parent = std::to_string(postmaster);
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::vector<std::string> f = StatFields(static_cast<pid_t>(pid));
+    if (f.size() > 12 && f[1] == parent) t += CpuTicks(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return t;
+}
+
+double Pct(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))];
+}
+
+// `v` rounded to `decimals` places (a power of ten divides exactly: no 7.890000000000001).
+double Round(double v, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
+
+std::string RandomToken() {
+  std::random_device rd;
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return std::string("bench-admin-") + buf;
+}
+
+struct Completion {
+  int64_t index;
+  std::string id;
+  double latency_ms;
+  double at_us;  // since the start
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string db;
+  int64_t jobs = 20000;
+  int tenants = 10, submitters = 8, workers = 8, max_jobs = 8, wait_ms = 1000;
+  int stall_s = 60;
+  pid_t pg_pid = 0;
+  std::vector<std::string> server_args;
+  CLI::App cli{"sluice end-to-end throughput benchmark (submit, lease, complete)"};
+  cli.add_option("--db", db, "SQLite file or postgres:// URI (default: a fresh SQLite file)");
+  cli.add_option("--jobs", jobs, "jobs to submit")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cli.add_option("--tenants", tenants, "tenants (one submit token each)")
+      ->check(CLI::Range(1, 10000));
+  cli.add_option("--submitters", submitters, "submitting threads")->check(CLI::Range(1, 1024));
+  cli.add_option("--workers", workers, "worker threads")->check(CLI::Range(1, 1024));
+  cli.add_option("--max-jobs", max_jobs, "max_jobs of a lease")->check(CLI::Range(1, 1000));
+  cli.add_option("--wait-ms", wait_ms, "wait_ms of a lease")->check(CLI::Range(0, 60000));
+  cli.add_option("--stall-s", stall_s, "give up after this long without a completion")
+      ->check(CLI::Range(1, 3600));
+  cli.add_option("--pg-pid", pg_pid, "postmaster pid of the database's cluster, to count its CPU");
+  cli.add_option("--server-arg", server_args, "extra flag for sluiced (repeat)")
+      ->allow_extra_args(false);
+  CLI11_PARSE(cli, argc, argv);
+
+  ServerOptions options;
+  const char* admin_env = std::getenv("SLUICE_ADMIN_TOKEN");
+  options.admin_token = admin_env && *admin_env ? admin_env : RandomToken();
+  options.db_path = db;
+  options.extra_args = server_args;
+  ServerProcess server(options);
+  const bool on_pg = db.rfind("postgres://", 0) == 0 || db.rfind("postgresql://", 0) == 0;
+
+  // The queue and the tokens.
+  auto admin = server.Client(server.admin_token());
+  const std::string queue = "e2e";
+  auto put = Call(*admin, "PUT", "/v1/admin/queues/" + queue,
+                  {{"rate", 1000000}, {"capacity", 10000000}, {"burst", 1000}});
+  if (put.status != 200) {
+    std::fprintf(stderr, "PUT queue: %d %s\n", put.status, put.body.dump().c_str());
+    return 2;
+  }
+  std::vector<std::string> submit_tokens;
+  for (int t = 0; t < tenants; ++t) {
+    auto r = Call(*admin, "POST", "/v1/admin/tokens",
+                  {{"scopes", {"submit"}}, {"tenant", "t" + std::to_string(t)}});
+    if (r.status != 201) {
+      std::fprintf(stderr, "submit token: %d %s\n", r.status, r.body.dump().c_str());
+      return 2;
+    }
+    submit_tokens.push_back(r.body["token"]);
+  }
+  auto wr = Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"work"}}, {"queues", {queue}}});
+  if (wr.status != 201) {
+    std::fprintf(stderr, "work token: %d %s\n", wr.status, wr.body.dump().c_str());
+    return 2;
+  }
+  const std::string work_token = wr.body["token"];
+
+  // Job i's id once its 202 came back (written by its submitter before `accepted` counts
+  // it, read after every thread joined).
+  std::vector<std::string> ids(static_cast<size_t>(jobs));
+  std::atomic<int64_t> next{0}, accepted{0}, completed{0};
+  std::atomic<bool> submitting{true}, give_up{false};
+  std::atomic<int64_t> last_submit_us{0}, last_progress_us{0};
+  std::mutex mu;
+  std::map<std::string, int64_t> submit_errors;    // GUARDED_BY(mu): status -> count
+  std::map<std::string, int64_t> complete_errors;  // GUARDED_BY(mu)
+  std::vector<Completion> completions;             // GUARDED_BY(mu)
+  completions.reserve(static_cast<size_t>(jobs));
+  int64_t leases = 0, empty_leases = 0, lease_errors = 0;  // GUARDED_BY(mu)
+
+  const long hz = sysconf(_SC_CLK_TCK);
+  const long long cpu0 = CpuTicks(server.pid());
+  const long long pg0 = pg_pid > 0 ? ClusterTicks(pg_pid) : 0;
+  const auto t0 = SteadyClock::now();
+  auto since_us = [t0] {
+    return std::chrono::duration<double, std::micro>(SteadyClock::now() - t0).count();
+  };
+
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w) {
+    pool.emplace_back([&, w] {
+      auto c = server.Client(work_token);
+      const std::string lease = json{
+          {"queues", {queue}},
+          {"max_jobs", max_jobs},
+          {"wait_ms", wait_ms},
+          {"lease_ms", 600000},  // never lapses in a run
+          {"worker_id",
+           "w" + std::to_string(w)}}.dump();
+      std::vector<Completion> mine;
+      int64_t my_leases = 0, my_empty = 0;
+      auto error = [&](std::map<std::string, int64_t>& into, const std::string& what) {
+        std::lock_guard lock(mu);
+        ++into[what];
+      };
+      while (!give_up.load()) {
+        if (!submitting.load() && completed.load() >= accepted.load()) break;
+        auto res = c->Post("/v1/leases", lease, "application/json");
+        if (!res || res->status != 200) {
+          std::lock_guard lock(mu);
+          ++lease_errors;
+          std::fprintf(stderr, "lease: %s\n",
+                       res ? (std::to_string(res->status) + " " + res->body).c_str()
+                           : httplib::to_string(res.error()).c_str());
+          if (lease_errors > 100) give_up = true;
+          continue;
+        }
+        json got = json::parse(res->body)["jobs"];
+        ++my_leases;
+        if (got.empty()) ++my_empty;
+        for (const json& j : got) {
+          const std::string id = j["id"];
+          json body = {{"lease_id", j["lease_id"]}, {"result", {{"ok", true}}}};
+          auto done =
+              c->Post(("/v1/jobs/" + id + "/complete").c_str(), body.dump(), "application/json");
+          double at = since_us();
+          if (!done || done->status != 200) {
+            error(complete_errors, done ? std::to_string(done->status) + " " + done->body
+                                        : httplib::to_string(done.error()));
+            continue;
+          }
+          const json& p = j["payload"];
+          mine.push_back({p["i"].get<int64_t>(), id, (at - p["t_us"].get<double>()) / 1000.0, at});
+          ++completed;
+          last_progress_us = static_cast<int64_t>(at);
+        }
+        if (since_us() - static_cast<double>(last_progress_us.load()) > stall_s * 1e6 &&
+            !submitting.load()) {
+          give_up = true;  // nothing completed for too long: report what is missing
+        }
+      }
+      std::lock_guard lock(mu);
+      completions.insert(completions.end(), mine.begin(), mine.end());
+      leases += my_leases;
+      empty_leases += my_empty;
+    });
+  }
+
+  std::vector<std::thread> subs;
+  for (int s = 0; s < submitters; ++s) {
+    subs.emplace_back([&] {
+      auto c = server.Client();
+      const std::string path = "/v1/queues/" + queue + "/jobs";
+      for (int64_t i; (i = next.fetch_add(1)) < jobs;) {
+        httplib::Headers auth = {
+            {"Authorization", "Bearer " + submit_tokens[static_cast<size_t>(i % tenants)]}};
+        double sent = since_us();
+        json body = {{"payload", {{"i", i}, {"t_us", sent}}}};
+        auto res = c->Post(path.c_str(), auth, body.dump(), "application/json");
+        if (!res || res->status != 202) {
+          std::lock_guard lock(mu);
+          ++submit_errors[res ? std::to_string(res->status) : httplib::to_string(res.error())];
+          continue;
+        }
+        ids[static_cast<size_t>(i)] = json::parse(res->body)["id"];
+        ++accepted;
+        int64_t now = static_cast<int64_t>(since_us());
+        int64_t prev = last_submit_us.load();
+        while (now > prev && !last_submit_us.compare_exchange_weak(prev, now)) {
+        }
+      }
+    });
+  }
+  for (auto& t : subs) t.join();
+  last_progress_us = static_cast<int64_t>(since_us());
+  submitting = false;
+  for (auto& t : pool) t.join();
+
+  const long long cpu1 = CpuTicks(server.pid());
+  const long long pg1 = pg_pid > 0 ? ClusterTicks(pg_pid) : 0;
+
+  // The check: every accepted job completed exactly once, nothing else completed.
+  std::vector<int> times_completed(static_cast<size_t>(jobs), 0);
+  int64_t duplicates = 0, unknown = 0, missing = 0;
+  std::vector<double> latencies;
+  double last_completion_us = 0;
+  for (const Completion& c : completions) {
+    if (c.index < 0 || c.index >= jobs || ids[static_cast<size_t>(c.index)] != c.id) {
+      ++unknown;
+      continue;
+    }
+    if (++times_completed[static_cast<size_t>(c.index)] > 1) ++duplicates;
+    latencies.push_back(c.latency_ms);
+    last_completion_us = std::max(last_completion_us, c.at_us);
+  }
+  for (int64_t i = 0; i < jobs; ++i) {
+    if (!ids[static_cast<size_t>(i)].empty() && times_completed[static_cast<size_t>(i)] == 0) {
+      ++missing;
+    }
+  }
+  std::sort(latencies.begin(), latencies.end());
+
+  // The server's own totals, as a second look.
+  auto q = Call(*admin, "GET", "/v1/admin/queues/" + queue);
+  json totals = q.status == 200 ? q.body["totals"] : json(nullptr);
+  json stats = q.status == 200 ? q.body["stats"] : json(nullptr);
+  const int64_t n_ok = static_cast<int64_t>(latencies.size()) - duplicates;
+  bool server_agrees = totals.is_object() && totals.value("succeeded", int64_t{-1}) == n_ok &&
+                       totals.value("admitted", int64_t{-1}) == accepted.load() &&
+                       stats.value("queued", int64_t{-1}) == 0 &&
+                       stats.value("leased", int64_t{-1}) == 0;
+
+  const double submit_s = static_cast<double>(last_submit_us.load()) / 1e6;
+  const double e2e_s = last_completion_us / 1e6;
+  const double done_jobs = static_cast<double>(std::max<int64_t>(n_ok, 1));
+  const double cpu_s = static_cast<double>(cpu1 - cpu0) / static_cast<double>(hz);
+  const double pg_s = static_cast<double>(pg1 - pg0) / static_cast<double>(hz);
+  int64_t non202 = 0, bad_completes = 0;
+  for (auto& [k, n] : submit_errors) non202 += n;
+  for (auto& [k, n] : complete_errors) bad_completes += n;
+  const bool ok = non202 == 0 && bad_completes == 0 && duplicates == 0 && missing == 0 &&
+                  unknown == 0 && lease_errors == 0 && !give_up.load() && server_agrees;
+
+  json out = {{"driver", on_pg ? "postgres" : "sqlite"},
+              {"jobs", jobs},
+              {"tenants", tenants},
+              {"submitters", submitters},
+              {"workers", workers},
+              {"max_jobs_per_lease", max_jobs},
+              {"accepted", accepted.load()},
+              {"submit_s", Round(submit_s, 3)},
+              {"submit_jobs_per_s", Round(static_cast<double>(accepted.load()) / submit_s, 0)},
+              {"completed", n_ok},
+              {"e2e_s", Round(e2e_s, 3)},
+              {"e2e_jobs_per_s", Round(static_cast<double>(n_ok) / e2e_s, 0)},
+              {"latency_ms",
+               {{"p50", Round(Pct(latencies, 0.5), 2)},
+                {"p90", Round(Pct(latencies, 0.9), 2)},
+                {"p99", Round(Pct(latencies, 0.99), 2)},
+                {"max", Round(latencies.empty() ? 0 : latencies.back(), 2)}}},
+              {"leases", leases},
+              {"empty_leases", empty_leases},
+              {"jobs_per_lease",
+               Round(static_cast<double>(n_ok) /
+                         std::max<double>(1.0, static_cast<double>(leases - empty_leases)),
+                     2)},
+              {"sluiced_cpu_s", Round(cpu_s, 2)},
+              {"sluiced_cpu_us_per_job", Round(cpu_s * 1e6 / done_jobs, 0)},
+              {"check",
+               {{"ok", ok},
+                {"non202_submits", non202},
+                {"non202_statuses", submit_errors},
+                {"failed_completes", bad_completes},
+                {"failed_complete_answers", complete_errors},
+                {"lease_errors", lease_errors},
+                {"duplicates", duplicates},
+                {"missing", missing},
+                {"unknown", unknown},
+                {"gave_up", give_up.load()},
+                {"server_totals", totals},
+                {"server_stats", stats},
+                {"server_agrees", server_agrees}}}};
+  if (pg_pid > 0) {
+    out["postgres_cpu_s"] = Round(pg_s, 2);
+    out["postgres_cpu_us_per_job"] = Round(pg_s * 1e6 / done_jobs, 0);
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return ok ? 0 : 1;
+}
