@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -614,6 +615,82 @@ TEST_CASE("The PostgreSQL driver runs every statement of its file and no other",
     INFO(name);
     CHECK_NOTHROW(conn.Prepare(name, sql));
   }
+}
+
+// The quoted names in a SQL list such as "'queued', 'leased'".
+std::set<std::string> QuotedNames(const std::string& list) {
+  std::set<std::string> names;
+  static const std::regex kQuoted("'([^']*)'");
+  for (std::sregex_iterator it(list.begin(), list.end(), kQuoted), end; it != end; ++it) {
+    names.insert((*it)[1].str());
+  }
+  return names;
+}
+
+std::set<std::string> StateNames(bool terminal_only) {
+  std::set<std::string> names;
+  for (JobState s : kAllJobStates) {
+    if (!terminal_only || IsTerminal(s)) names.insert(std::string(JobStateName(s)));
+  }
+  return names;
+}
+
+TEST_CASE("The PostgreSQL schema's CHECKs on state list exactly the enum's names", "[postgres]") {
+  auto text = FindSqlFile("store/sql/postgres/schema.sql");
+  REQUIRE(text);
+  const std::string schema(*text);
+  static const std::regex kStateCheck(R"(CHECK\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\))",
+                                      std::regex::icase);
+  std::smatch m;
+  REQUIRE(std::regex_search(schema, m, kStateCheck));
+  CHECK(QuotedNames(m[1].str()) == StateNames(false));
+  static const std::regex kTerminalCheck(
+      R"(CHECK\s*\(\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\)\s*=\s*\(\s*finished_at\s+IS\s+NOT\s+NULL)",
+      std::regex::icase);
+  REQUIRE(std::regex_search(schema, m, kTerminalCheck));
+  CHECK(QuotedNames(m[1].str()) == StateNames(true));
+}
+
+// Inserts one row straight into jobs, bypassing the store; the SQLSTATE, "" if it went in.
+std::string InsertRaw(pg::Connection& conn, const std::string& state, bool with_lease,
+                      bool finished) {
+  const std::string sql =
+      "INSERT INTO jobs (id, queue, tenant, state, payload, cost, max_attempts, lease_ms, "
+      "policy_version, created_at, available_at, estimated_start, lease_id, lease_expires_at, "
+      "finished_at) VALUES ($1, 'q', 't', $2, 'null', 1, 1, 1000, 1, 0, 0, 0, $3, $4, $5)";
+  try {
+    conn.ExecParams(
+        sql, pg::Params(
+                 "job_raw_" + state + std::to_string(with_lease) + std::to_string(finished), state,
+                 with_lease ? std::optional<std::string>("lse_raw") : std::optional<std::string>(),
+                 with_lease ? std::optional<int64_t>(1'000'000) : std::nullopt,
+                 finished ? std::optional<int64_t>(1) : std::nullopt));
+    return "";
+  } catch (const pg::PgError& e) {
+    return e.sqlstate();
+  }
+}
+
+TEST_CASE("The PostgreSQL database refuses a state or a lease its CHECKs forbid", "[postgres]") {
+  const std::string uri = PgServer::Shared().CreateDatabase();
+  OpenPg(uri);  // the schema
+  pg::Connection conn(uri);
+  const std::string kCheckViolation = "23514";
+  for (JobState s : kAllJobStates) {
+    const std::string name(JobStateName(s));
+    CAPTURE(name);
+    CHECK(InsertRaw(conn, name, s == JobState::kLeased, IsTerminal(s)).empty());
+    // Flip the lease, then finished_at, from what the state requires.
+    CHECK(InsertRaw(conn, name, s != JobState::kLeased, IsTerminal(s)) == kCheckViolation);
+    CHECK(InsertRaw(conn, name, s == JobState::kLeased, !IsTerminal(s)) == kCheckViolation);
+  }
+  for (const char* bogus : {"bogus", "Queued", "running", ""}) {
+    CAPTURE(bogus);
+    CHECK(InsertRaw(conn, bogus, false, false) == kCheckViolation);
+    CHECK(InsertRaw(conn, bogus, false, true) == kCheckViolation);
+  }
+  CHECK(conn.Exec("SELECT count(*) FROM jobs").Int(0, 0) ==
+        static_cast<int64_t>(kAllJobStates.size()));
 }
 
 TEST_CASE("A second PgStore opens on a database that has the schema", "[postgres]") {
