@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -616,6 +617,82 @@ TEST_CASE("The PostgreSQL driver runs every statement of its file and no other",
   }
 }
 
+// The quoted names in a SQL list such as "'queued', 'leased'".
+std::set<std::string> QuotedNames(const std::string& list) {
+  std::set<std::string> names;
+  static const std::regex kQuoted("'([^']*)'");
+  for (std::sregex_iterator it(list.begin(), list.end(), kQuoted), end; it != end; ++it) {
+    names.insert((*it)[1].str());
+  }
+  return names;
+}
+
+std::set<std::string> StateNames(bool terminal_only) {
+  std::set<std::string> names;
+  for (JobState s : kAllJobStates) {
+    if (!terminal_only || IsTerminal(s)) names.insert(std::string(JobStateName(s)));
+  }
+  return names;
+}
+
+TEST_CASE("The PostgreSQL schema's CHECKs on state list exactly the enum's names", "[postgres]") {
+  auto text = FindSqlFile("store/sql/postgres/schema.sql");
+  REQUIRE(text);
+  const std::string schema(*text);
+  static const std::regex kStateCheck(R"(CHECK\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\))",
+                                      std::regex::icase);
+  std::smatch m;
+  REQUIRE(std::regex_search(schema, m, kStateCheck));
+  CHECK(QuotedNames(m[1].str()) == StateNames(false));
+  static const std::regex kTerminalCheck(
+      R"(CHECK\s*\(\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\)\s*=\s*\(\s*finished_at\s+IS\s+NOT\s+NULL)",
+      std::regex::icase);
+  REQUIRE(std::regex_search(schema, m, kTerminalCheck));
+  CHECK(QuotedNames(m[1].str()) == StateNames(true));
+}
+
+// Inserts one row straight into jobs, bypassing the store; the SQLSTATE, "" if it went in.
+std::string InsertRaw(pg::Connection& conn, const std::string& state, bool with_lease,
+                      bool finished) {
+  const std::string sql =
+      "INSERT INTO jobs (id, queue, tenant, state, payload, cost, max_attempts, lease_ms, "
+      "policy_version, created_at, available_at, estimated_start, lease_id, lease_expires_at, "
+      "finished_at) VALUES ($1, 'q', 't', $2, 'null', 1, 1, 1000, 1, 0, 0, 0, $3, $4, $5)";
+  try {
+    conn.ExecParams(
+        sql, pg::Params(
+                 "job_raw_" + state + std::to_string(with_lease) + std::to_string(finished), state,
+                 with_lease ? std::optional<std::string>("lse_raw") : std::optional<std::string>(),
+                 with_lease ? std::optional<int64_t>(1'000'000) : std::nullopt,
+                 finished ? std::optional<int64_t>(1) : std::nullopt));
+    return "";
+  } catch (const pg::PgError& e) {
+    return e.sqlstate();
+  }
+}
+
+TEST_CASE("The PostgreSQL database refuses a state or a lease its CHECKs forbid", "[postgres]") {
+  const std::string uri = PgServer::Shared().CreateDatabase();
+  OpenPg(uri);  // the schema
+  pg::Connection conn(uri);
+  const std::string kCheckViolation = "23514";
+  for (JobState s : kAllJobStates) {
+    const std::string name(JobStateName(s));
+    CAPTURE(name);
+    CHECK(InsertRaw(conn, name, s == JobState::kLeased, IsTerminal(s)).empty());
+    // Flip the lease, then finished_at, from what the state requires.
+    CHECK(InsertRaw(conn, name, s != JobState::kLeased, IsTerminal(s)) == kCheckViolation);
+    CHECK(InsertRaw(conn, name, s == JobState::kLeased, !IsTerminal(s)) == kCheckViolation);
+  }
+  for (const char* bogus : {"bogus", "Queued", "running", ""}) {
+    CAPTURE(bogus);
+    CHECK(InsertRaw(conn, bogus, false, false) == kCheckViolation);
+    CHECK(InsertRaw(conn, bogus, false, true) == kCheckViolation);
+  }
+  CHECK(conn.Exec("SELECT count(*) FROM jobs").Int(0, 0) ==
+        static_cast<int64_t>(kAllJobStates.size()));
+}
+
 TEST_CASE("A second PgStore opens on a database that has the schema", "[postgres]") {
   const std::string uri = PgServer::Shared().CreateDatabase();
   std::string id;
@@ -744,6 +821,85 @@ TEST_CASE("Two PgStores leasing from one queue at once hand out each job once", 
   REQUIRE(q.ok());
   CHECK(q.value().stats.leased == kJobs);
   CHECK(q.value().stats.queued == 0);
+}
+
+TEST_CASE("Two PgStores submitting leasing failing and reaping at once keep the counts true",
+          "[postgres]") {
+  const std::string uri = PgServer::Shared().CreateDatabase();
+  std::unique_ptr<PgStore> a = OpenPg(uri, PgClock::kDatabase, 4);
+  std::unique_ptr<PgStore> b = OpenPg(uri, PgClock::kDatabase, 4);
+  constexpr int kJobs = 120;
+  QueuePolicy p = MakePolicy(1'000'000, 1000);
+  p.bucket.burst = 1000;
+  p.max_attempts = 100;
+  p.retry_backoff_ms = 1;
+  p.retry_backoff_max_ms = 1;
+  REQUIRE(a->PutQueue("export", p, 0).ok());
+  std::atomic<int> submitted{0}, succeeded{0}, errors{0};
+  std::string first_error;
+  std::mutex mu;
+  auto note = [&](const Error& e) {
+    std::lock_guard lock(mu);
+    if (errors++ == 0) first_error = std::string(ErrorCodeName(e.code)) + ": " + e.detail;
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {  // producers, over four tenants
+    threads.emplace_back([&, t] {
+      PgStore& store = t % 2 == 0 ? *a : *b;
+      for (int i = 0; i < kJobs / 4; ++i) {
+        auto r = store.Submit(Job("export", "tenant" + std::to_string(t)), 0);
+        if (!r.ok()) note(r.error());
+        if (r.ok()) ++submitted;
+      }
+    });
+  }
+  for (int t = 0; t < 4; ++t) {  // workers: every other attempt fails, short leases lapse
+    threads.emplace_back([&, t] {
+      PgStore& store = t % 2 == 0 ? *a : *b;
+      LeaseRequest req{{"export"}, 2, /*lease_ms=*/t == 0 ? 1 : 30'000, "w" + std::to_string(t)};
+      int n = 0;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (succeeded < kJobs && std::chrono::steady_clock::now() < deadline) {
+        auto r = store.LeaseMany({req}, 0);
+        if (!r[0].ok()) {
+          note(r[0].error());
+          continue;
+        }
+        for (const JobRecord& j : r[0].value().jobs) {
+          if (t == 0) continue;  // lets its 1 ms leases lapse, for the reaper
+          if (++n % 2 == 0) {
+            auto f = store.Fail(j.id, *j.lease_id, FailRequest{"again", true, 0}, 0);
+            if (!f.ok()) note(f.error());
+          } else {
+            auto c = store.Complete(j.id, *j.lease_id, std::nullopt, 0);
+            if (c.ok()) ++succeeded;
+            if (!c.ok()) note(c.error());
+          }
+        }
+      }
+    });
+  }
+  std::atomic<bool> stop{false};
+  std::thread reaper([&] {  // a reaper beside the leases' own sweeps
+    while (!stop) {
+      auto r = b->ReapLeases(0);
+      if (!r.ok()) note(r.error());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  for (auto& th : threads) th.join();
+  stop = true;
+  reaper.join();
+  INFO(first_error);
+  CHECK(errors == 0);
+  CHECK(submitted == kJobs);
+  CHECK(succeeded == kJobs);
+  auto q = a->GetQueue("export");
+  REQUIRE(q.ok());
+  CHECK(q.value().stats.queued == 0);
+  CHECK(q.value().stats.leased == 0);
+  CHECK(q.value().stats.totals.admitted == kJobs);
+  CHECK(q.value().stats.totals.succeeded == kJobs);
 }
 
 TEST_CASE("A PgStore fails fast while its database is down and recovers by itself", "[postgres]") {

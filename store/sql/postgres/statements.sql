@@ -199,18 +199,25 @@ RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
 
 -- name: leases_due
--- Leases that ran out, locked; one another transaction holds (its worker completing it,
--- or another process's reaper) is passed over.
-SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
-WHERE state = 'leased' AND lease_expires_at <= $1::bigint
-FOR UPDATE SKIP LOCKED;
+-- Leases that ran out, each locked with its queue's row. A lease another transaction
+-- holds (its worker completing it, another reaper), or of a queue another transaction
+-- holds (a lease deciding on it), is passed over, for the next sweep. So a sweep waits
+-- for nothing, and holds a bucket's row only under its queue's lock, as a lease does: a
+-- sweep at the start of a lease transaction never holds what a lease holding the queue
+-- waits for while it waits for that queue itself.
+SELECT j.seq, j.queue, j.tenant, j.cost, j.attempt, j.max_attempts, j.deadline_at
+FROM jobs j JOIN queues q ON q.name = j.queue
+WHERE j.state = 'leased' AND j.lease_expires_at <= $1::bigint
+FOR UPDATE OF j, q SKIP LOCKED;
 
 -- name: expire_due
--- Queued jobs past their deadline; one another transaction holds (a lease deciding on
--- it, say) is passed over, for the next sweep.
+-- Queued jobs past their deadline, passed over as in leases_due when another transaction
+-- holds the job or its queue.
 UPDATE jobs SET state = 'expired', finished_at = $1::bigint
-WHERE seq IN (SELECT seq FROM jobs WHERE state = 'queued' AND deadline_at IS NOT NULL
-              AND deadline_at <= $1::bigint FOR UPDATE SKIP LOCKED)
+WHERE seq IN (SELECT j.seq FROM jobs j JOIN queues q ON q.name = j.queue
+              WHERE j.state = 'queued' AND j.deadline_at IS NOT NULL
+              AND j.deadline_at <= $1::bigint
+              FOR UPDATE OF j, q SKIP LOCKED)
 AND state = 'queued'
 RETURNING queue, tenant, cost;
 
