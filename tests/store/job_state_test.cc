@@ -91,25 +91,6 @@ TEST_CASE("schema.sql's CHECK on state lists exactly the enum's names", "[job_st
   CHECK(QuotedNames(m[1].str()) == terminal);
 }
 
-TEST_CASE("The PostgreSQL schema's CHECKs on state list exactly the enum's names", "[job_state]") {
-  std::string schema =
-      ReadFile(fs::path(SLUICE_SOURCE_DIR) / "store" / "sql" / "postgres" / "schema.sql");
-  static const std::regex kStateCheck(R"(CHECK\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\))",
-                                      std::regex::icase);
-  std::smatch m;
-  REQUIRE(std::regex_search(schema, m, kStateCheck));
-  CHECK(QuotedNames(m[1].str()) == EnumNames());
-  static const std::regex kTerminalCheck(
-      R"(CHECK\s*\(\s*\(\s*state\s+IN\s*\(([^)]*)\)\s*\)\s*=\s*\(\s*finished_at\s+IS\s+NOT\s+NULL)",
-      std::regex::icase);
-  REQUIRE(std::regex_search(schema, m, kTerminalCheck));
-  std::set<std::string> terminal;
-  for (JobState s : kAllJobStates) {
-    if (IsTerminal(s)) terminal.insert(std::string(JobStateName(s)));
-  }
-  CHECK(QuotedNames(m[1].str()) == terminal);
-}
-
 TEST_CASE("The store's SQL compares state only with the enum's names", "[job_state]") {
   // Every `state = '...'` and `state IN (...)` in schema.sql and in store/ sources.
   std::vector<fs::path> files = {fs::path(SLUICE_SOURCE_DIR) / "schema.sql"};

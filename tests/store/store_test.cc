@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -829,6 +830,40 @@ TEST_CASE("The job a submit returns is the job stored, field for field", "[store
   CHECK((b.lease_ms == 5000 && b.max_attempts == 9 && b.traceparent == full.traceparent));
   const JobRecord& d = stored[3];
   CHECK(d.deadline == d.created_at + 60 * kSecond);
+}
+
+TEST_CASE("Two first submits with one Idempotency-Key racing make one job", "[store]") {
+  StoreFixture f;
+  f.PutQueue("a", MakePolicy(1000));
+  f.PutQueue("b", MakePolicy(1000));
+  // Two buckets, so that on PostgreSQL the two admissions do not take turns on a bucket
+  // lock: the second insert of the key fails with unique_violation and runs again, to
+  // replay the first.
+  for (int round = 0; round < 10; ++round) {
+    const std::string key = "k" + std::to_string(round);
+    std::vector<Result<SubmitOutcome>> results(2, MakeError(ErrorCode::kInternal, "not run"));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        NewJob nj;
+        nj.queue = t == 0 ? "a" : "b";
+        nj.tenant = "acme";
+        nj.idempotency_key = key;
+        nj.body_hash = "same";
+        results[static_cast<size_t>(t)] = f.store().Submit(nj, f.now());
+      });
+    }
+    for (auto& th : threads) th.join();
+    REQUIRE(results[0].ok());
+    REQUIRE(results[1].ok());
+    REQUIRE(results[0].value().job);
+    REQUIRE(results[1].value().job);
+    CHECK(results[0].value().job->id == results[1].value().job->id);
+    CHECK(results[0].value().replayed != results[1].value().replayed);
+  }
+  auto page = f.store().ListJobs(JobFilter{});
+  REQUIRE(page.ok());
+  CHECK(page.value().jobs.size() == 10);
 }
 
 }  // namespace
