@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -19,7 +21,9 @@ namespace {
 
 using testing::TempDir;
 
-const char* kFixture = SLUICE_SOURCE_DIR "/tests/store/fixtures/unversioned-2026-12-01.db";
+// The fixture is kept as the `sqlite3 .dump` of that database (text, not a binary
+// file): its tables as the old release created them, and their rows.
+const char* kFixture = SLUICE_SOURCE_DIR "/tests/store/fixtures/unversioned-2026-12-01.sql";
 
 std::unique_ptr<SqliteStore> OpenStore(const std::string& path) {
   SqliteStoreOptions options;
@@ -33,7 +37,11 @@ std::unique_ptr<SqliteStore> OpenStore(const std::string& path) {
 
 std::string CopyFixture(const TempDir& dir) {
   std::string path = dir.File("old.db");
-  std::filesystem::copy_file(kFixture, path);
+  std::ifstream in(kFixture);
+  REQUIRE(in);
+  std::string dump((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  sqlite::Db db(path, "FULL", 5000);
+  db.Exec(dump);
   return path;
 }
 
