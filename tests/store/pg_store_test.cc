@@ -19,7 +19,6 @@
 #include "store/postgres/pg.h"
 #include "store/postgres/pg_tx.h"
 #include "store/sql_files.h"
-#include "store/statements.h"
 #include "tests/store/store_fixture.h"
 #include "tests/testutil/manual_clock.h"
 #include "tests/testutil/pg_server.h"
@@ -81,28 +80,6 @@ TEST_CASE("PostgreSQL store: with the database's clock a caller's now is not use
   REQUIRE(leases[0].ok());
   REQUIRE(leases[0].value().jobs.size() == 1);
   CHECK(*leases[0].value().jobs[0].lease_expires_at <= wall() + 65 * kSecond);
-}
-
-TEST_CASE("The PostgreSQL driver runs every statement of its file and no other", "[postgres]") {
-  const char* kFile = "store/sql/postgres/statements.sql";
-  auto text = FindSqlFile(kFile);
-  REQUIRE(text);
-  Statements file(*text, kFile);
-  std::set<std::string> in_file;
-  for (const auto& [name, sql] : file.all()) in_file.insert(name);
-  std::set<std::string> in_code;
-#define SLUICE_NAME(name) in_code.insert(#name);
-  SLUICE_PG_STATEMENTS(SLUICE_NAME)
-#undef SLUICE_NAME
-  CHECK(in_file == in_code);
-
-  const std::string uri = PgServer::Shared().CreateDatabase();
-  OpenPg(uri);  // the schema
-  pg::Connection conn(uri);
-  for (const auto& [name, sql] : file.all()) {
-    INFO(name);
-    CHECK_NOTHROW(conn.Prepare(name, sql));
-  }
 }
 
 // The quoted names in a SQL list such as "'queued', 'leased'".

@@ -6,9 +6,13 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "store/postgres/pg.h"
+#include "store/postgres/pg_store.h"
+#include "store/postgres/pg_tx.h"
 #include "store/sql_files.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_tx.h"
+#include "tests/testutil/pg_server.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {
@@ -38,18 +42,26 @@ TEST_CASE("A statement named twice or empty is refused", "[statements]") {
                     Catch::Contains("a is empty"));
 }
 
-TEST_CASE("The SQLite driver runs every statement of its file and no other", "[statements]") {
-  const char* kFile = "store/sql/sqlite/statements.sql";
-  auto text = FindSqlFile(kFile);
+// A driver's statement file, and the names in it.
+Statements LoadStatementFile(const char* path) {
+  auto text = FindSqlFile(path);
   REQUIRE(text);
-  Statements file(*text, kFile);
-  std::set<std::string> in_file;
-  for (const auto& [name, sql] : file.all()) in_file.insert(name);
-  std::set<std::string> in_code;
+  return Statements(*text, path);
+}
+
+std::set<std::string> NamesIn(const Statements& file) {
+  std::set<std::string> names;
+  for (const auto& [name, sql] : file.all()) names.insert(name);
+  return names;
+}
+
 #define SLUICE_NAME(name) in_code.insert(#name);
+
+TEST_CASE("The SQLite driver runs every statement of its file and no other", "[statements]") {
+  Statements file = LoadStatementFile("store/sql/sqlite/statements.sql");
+  std::set<std::string> in_code;
   SLUICE_SQLITE_STATEMENTS(SLUICE_NAME)
-#undef SLUICE_NAME
-  CHECK(in_file == in_code);
+  CHECK(NamesIn(file) == in_code);
 
   testing::TempDir dir;
   SqliteStoreOptions options;
@@ -61,6 +73,24 @@ TEST_CASE("The SQLite driver runs every statement of its file and no other", "[s
     CHECK_NOTHROW(db.Prepare(sql));
   }
 }
+
+TEST_CASE("The PostgreSQL driver runs every statement of its file and no other", "[postgres]") {
+  Statements file = LoadStatementFile("store/sql/postgres/statements.sql");
+  std::set<std::string> in_code;
+  SLUICE_PG_STATEMENTS(SLUICE_NAME)
+  CHECK(NamesIn(file) == in_code);
+
+  PgStoreOptions options;
+  options.uri = testing::PgServer::Shared().CreateDatabase();
+  REQUIRE(PgStore::Open(options).ok());  // the schema
+  pg::Connection conn(options.uri);
+  for (const auto& [name, sql] : file.all()) {
+    INFO(name);
+    CHECK_NOTHROW(conn.Prepare(name, sql));
+  }
+}
+
+#undef SLUICE_NAME
 
 }  // namespace
 }  // namespace sluice
