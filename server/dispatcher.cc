@@ -116,6 +116,12 @@ void Dispatcher::Pump() {
   // Releases due within the lookahead are committed now and handed out at their time,
   // so the commit's fsync is not on the path between release time and hand-out.
   std::vector<Result<LeaseOutcome>> results = store_.LeaseMany(requests, now, now + lookahead_);
+  const Micros after = clock_.Now();
+  for (const auto& r : results) {
+    if (!r.ok() || r.value().now == 0) continue;
+    store_offset_ = r.value().now - (now + (after - now) / 2);
+    break;
+  }
 
   std::optional<Micros> wake_at;
   bool cap_blocked = false;
@@ -130,7 +136,8 @@ void Dispatcher::Pump() {
       continue;
     }
     Micros next = w->deadline;
-    if (r.value().wake_at) next = std::min(next, *r.value().wake_at - lookahead_);
+    if (r.value().wake_at) next = std::min(next, *r.value().wake_at - store_offset_ - lookahead_);
+    if (recheck_ > 0) next = std::min(next, now + recheck_);
     if (!wake_at || next < *wake_at) wake_at = next;
   }
   {
@@ -145,9 +152,9 @@ void Dispatcher::Pump() {
       batch[i]->done(r.error());
       continue;
     }
-    Micros handout_at = 0;
+    Micros handout_at = 0;  // this process's time for the latest release among them
     for (const JobRecord& j : r.value().jobs)
-      handout_at = std::max(handout_at, j.leased_at.value_or(0));
+      handout_at = std::max(handout_at, j.leased_at.value_or(0) - store_offset_);
     HandOut(batch[i], std::move(r.value().jobs), handout_at);
   }
   // A waiter may have been added (or Shutdown called) meanwhile: it posted its own pump.
@@ -175,7 +182,10 @@ void Dispatcher::HandOut(const std::shared_ptr<Waiter>& w, std::vector<JobRecord
 void Dispatcher::Deliver(Waiter& w, std::vector<JobRecord> jobs) {
   if (on_release_) {
     const Micros now = clock_.Now();
-    for (const JobRecord& j : jobs) on_release_(now - j.leased_at.value_or(now));
+    for (const JobRecord& j : jobs) {
+      const Micros released_at = j.leased_at ? *j.leased_at - store_offset_ : now;
+      on_release_(now - released_at);
+    }
   }
   w.done(std::move(jobs));
 }

@@ -2,7 +2,13 @@
 // wait ends. One Asio thread owns the waiters: it leases for all of them at once (one
 // store transaction, FIFO among waiters) whenever something may have changed — a
 // submit, a lease ending, a policy change — or when a timer set at the next release
-// time fires. No polling tick.
+// time fires. No polling tick, unless RecheckEvery asks for one (several instances:
+// a change another instance made is heard through the store, and the re-check bounds
+// the wait should that be missed).
+//
+// Times: the store decides on its own clock (the database's, on PostgreSQL), which may
+// not be this process's. Each pump measures the offset between the two, and release
+// and wake-up times are turned into this process's time before timers are set.
 //
 // Invariants:
 //   1. Only the Asio thread completes a waiter, exactly once; jobs leased for a waiter
@@ -44,6 +50,12 @@ class Dispatcher {
   // LeaseAsync, blocking the calling thread until it is answered.
   Result<std::vector<JobRecord>> Lease(LeaseRequest request, std::chrono::milliseconds wait);
 
+  // While waiters are parked, look again at least this often (0: never). Call before
+  // serving.
+  void RecheckEvery(std::chrono::milliseconds period) {
+    recheck_ = period.count() * kMicrosPerMilli;
+  }
+
   // Something may have become releasable: re-run the waiters.
   void Notify();
   // A lease ended (complete): re-run the waiters only if a cap was holding work back.
@@ -78,6 +90,8 @@ class Dispatcher {
   const Clock& clock_;
   const Micros lookahead_;
   std::function<void(Micros)> on_release_;
+  Micros recheck_ = 0;
+  Micros store_offset_ = 0;  // store's clock minus this process's, at the last pump (Asio thread)
   boost::asio::steady_timer timer_;  // used on the Asio thread only
   // Leases committed ahead of their release time, waiting to go out (Asio thread only).
   std::list<std::shared_ptr<boost::asio::steady_timer>> handouts_;

@@ -40,6 +40,7 @@ struct Flags {
   int64_t max_body_bytes = 1 << 20;
   int64_t max_wait_ms = 30000;
   int64_t lookahead_us = 10000;
+  int64_t recheck_ms = -1;  // -1: 1000 on PostgreSQL, 0 (never) on SQLite
   int64_t retention_hours = 168;
   std::string log_format = "text";
   bool access_log = true;
@@ -126,6 +127,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   cli.add_option("--max-body-bytes", flags.max_body_bytes, "largest request body accepted");
   cli.add_option("--max-wait-ms", flags.max_wait_ms, "longest long-poll a worker may ask for");
+  cli.add_option("--recheck-ms", flags.recheck_ms,
+                 "With other instances on the database: parked long-polls look again this "
+                 "often, should a change another instance announced be missed (0: never; "
+                 "default 1000 on PostgreSQL)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{3600000}));
   cli.add_option("--release-lookahead-us", flags.lookahead_us,
                  "commit releases due this soon ahead of time, hand them out on time")
       ->check(CLI::Range(0, 100000));
@@ -214,6 +220,17 @@ int main(int argc, char** argv) {
         metrics.ObserveReleaseLag(static_cast<double>(lag) / sluice::kMicrosPerSecond);
       });
   sluice::App app{*store, auth, dispatcher, clock, metrics, flags.max_wait_ms};
+  // Other instances on the same database: their changes wake the long-polls here, and a
+  // re-check bounds the wait should one be missed (a lost channel). One process per
+  // SQLite file hears nothing and needs no re-check.
+  store->OnChange([&dispatcher](sluice::StoreChange change) {
+    if (change == sluice::StoreChange::kTokens) return;  // the store dropped its cache
+    if (change == sluice::StoreChange::kLeaseEnded) return dispatcher.NotifyLeaseEnded();
+    dispatcher.Notify();
+  });
+  const int64_t recheck_ms =
+      flags.recheck_ms >= 0 ? flags.recheck_ms : (sluice::IsPostgresUri(flags.db) ? 1000 : 0);
+  dispatcher.RecheckEvery(std::chrono::milliseconds(recheck_ms));
 
   sluice::LeaseReaper reaper(*store);
   sluice::DeadlineExpirer expirer(*store);
@@ -222,9 +239,16 @@ int main(int argc, char** argv) {
     if (c.leases_requeued > 0) dispatcher.Notify();  // requeued jobs may go out now
   });
   using std::chrono::milliseconds;
-  maintenance.Every(milliseconds(250), [&](sluice::Micros now) { return reaper.RunOnce(now); });
-  maintenance.Every(milliseconds(250), [&](sluice::Micros now) { return expirer.RunOnce(now); });
-  maintenance.Every(milliseconds(60000), [&](sluice::Micros now) { return cleaner.RunOnce(now); });
+  // On one instance at a time (the store says which); another takes over when it goes.
+  auto leader_only = [&store](auto& service) {
+    return [&store, &service](sluice::Micros now) -> sluice::Result<sluice::MaintenanceCounts> {
+      if (!store->MaintenanceLeader()) return sluice::MaintenanceCounts{};
+      return service.RunOnce(now);
+    };
+  };
+  maintenance.Every(milliseconds(250), leader_only(reaper));
+  maintenance.Every(milliseconds(250), leader_only(expirer));
+  maintenance.Every(milliseconds(60000), leader_only(cleaner));
 
   sluice::Router router;
   sluice::RegisterRoutes(router, app);
@@ -277,6 +301,7 @@ int main(int argc, char** argv) {
   work.reset();
   io.stop();
   io_thread.join();
+  store->OnChange(nullptr);  // the dispatcher goes before the store
   sluice::LogEvent(spdlog::level::info, "stopped", nlohmann::json::object());
   spdlog::shutdown();  // flushes the buffered log
   return 0;

@@ -150,7 +150,8 @@ void Metrics::ObserveCommit(double seconds, size_t batch, bool flushed) {
   if (flushed) ++commits_flushed_;
 }
 
-std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waiting_leases) const {
+std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waiting_leases,
+                            bool maintenance_leader) const {
   std::string out;
   out.reserve(16 << 10);
 
@@ -228,6 +229,10 @@ std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waitin
   }
   Header(out, "sluice_waiting_leases", "gauge", "Long-polls parked, waiting for work.");
   Sample(out, "sluice_waiting_leases", "", static_cast<double>(waiting_leases));
+  Header(out, "sluice_maintenance_leader", "gauge",
+         "1 if this instance runs lease expiry, deadline expiry and cleaning now (one "
+         "instance at a time on a shared database).");
+  Sample(out, "sluice_maintenance_leader", "", maintenance_leader ? 1 : 0);
 
   std::lock_guard lock(mu_);
   Header(out, "sluice_jobs_rejected_total", "counter",

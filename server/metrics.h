@@ -55,7 +55,9 @@ class Metrics {
     QueueInfo queue;
     std::vector<BucketInfo> buckets;
   };
-  std::string Render(const std::vector<QueueState>& queues, size_t waiting_leases) const;
+  // `maintenance_leader`: whether this instance runs the maintenance passes now.
+  std::string Render(const std::vector<QueueState>& queues, size_t waiting_leases,
+                     bool maintenance_leader = true) const;
 
  private:
   std::string TenantLabel(const std::string& tenant);  // mu_ held

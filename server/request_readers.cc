@@ -187,7 +187,7 @@ Status CheckTokenIdInPath(std::string_view id) {
   return CheckIdInPath(NameKind::kTokenId, "token", id);
 }
 
-Result<NewJob> ReadNewJob(const nlohmann::json& body, Micros now) {
+Result<NewJob> ReadNewJob(const nlohmann::json& body) {
   using nlohmann::json;
   if (Status known = RefuseUnknownFields(body, {"payload", "cost", "deadline", "deadline_in_ms",
                                                 "not_before", "lease_ms", "max_attempts"});
@@ -219,7 +219,7 @@ Result<NewJob> ReadNewJob(const nlohmann::json& body, Micros now) {
     return MakeError(ErrorCode::kBadRequest, "give 'deadline' or 'deadline_in_ms', not both");
   }
   job.deadline = deadline.value();
-  if (deadline_in.value()) job.deadline = now + *deadline_in.value() * kMicrosPerMilli;
+  job.deadline_in_ms = deadline_in.value();
 
   auto not_before = TimeField(body, "not_before");
   if (!not_before.ok()) return not_before.error();

@@ -31,7 +31,7 @@ inline constexpr int64_t kMaxJobMs = 365LL * 24 * 3600 * 1000;
 // RFC 3339 | "deadline_in_ms"?: 1-kMaxJobMs (not both; <= 0 is deadline_invalid),
 // "not_before"?: RFC 3339, "lease_ms"?: 100-kMaxJobMs, "max_attempts"?: 1-1000}. The
 // job without queue, tenant, idempotency key and trace context (the route's to set).
-Result<NewJob> ReadNewJob(const nlohmann::json& body, Micros now);
+Result<NewJob> ReadNewJob(const nlohmann::json& body);
 
 // POST /v1/leases: {"queues": [1..100 queue names], "max_jobs"?: 1-100,
 // "wait_ms"?: 0-max_wait_ms, "lease_ms"?: 100-86400000, "worker_id"?: a worker id}.

@@ -239,8 +239,9 @@ void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
     states.push_back({q, std::move(buckets.value())});
   }
   res.status = 200;
-  res.set_content(app.metrics.Render(states, app.dispatcher.waiting()),
-                  "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(
+      app.metrics.Render(states, app.dispatcher.waiting(), app.store.MaintenanceLeader()),
+      "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void RetryJob(App& app, const HttpRequest& req, HttpResponse& res) {

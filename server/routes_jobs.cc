@@ -27,7 +27,7 @@ void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const Buck
 
 // Reads a submit request of an authenticated caller into the job to admit: the
 // submit scope and a tenant, a queue name, a body, an Idempotency-Key if any.
-Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who, Micros now) {
+Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who) {
   if (!who.Has(Scope::kSubmit)) {
     return MakeError(ErrorCode::kForbidden, "this token lacks the 'submit' scope");
   }
@@ -35,7 +35,7 @@ Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who, Micros n
   if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
-  auto job = ReadNewJob(body.value(), now);
+  auto job = ReadNewJob(body.value());
   if (!job.ok()) return job.error();
   job.value().queue = req.matches[1];
   job.value().tenant = *who.tenant;
@@ -142,7 +142,7 @@ void Submit(App& app, const HttpRequest& req, Reply reply) {
   // Once the token is known, its tenant is named on the rejection line, whatever the
   // rejection (scope, queue name, body).
   const std::string caller_tenant = who.ok() ? who.value().tenant.value_or("") : "";
-  auto job = who.ok() ? ReadSubmit(req, who.value(), now) : Result<NewJob>(who.error());
+  auto job = who.ok() ? ReadSubmit(req, who.value()) : Result<NewJob>(who.error());
   if (!job.ok()) {
     Rejected(app, req, req.matches[1], caller_tenant, job.error(), nullptr);
     return reply.Send(ErrorResponse(job.error()));

@@ -95,7 +95,9 @@ struct NewJob {
   std::string tenant;
   std::string payload = "null";  // JSON text, already validated
   int64_t cost = 1;
-  std::optional<Micros> deadline;  // absolute; else the queue's default_deadline_ms
+  std::optional<Micros> deadline;  // absolute; else deadline_in_ms, else the queue's default
+  // Relative to the decision's now (the store's clock, which may not be the caller's).
+  std::optional<int64_t> deadline_in_ms;
   std::optional<Micros> not_before;
   std::optional<int64_t> lease_ms;             // else the queue's lease_ms
   std::optional<int64_t> max_attempts;         // else the queue's max_attempts
@@ -151,6 +153,9 @@ struct LeaseOutcome {
   // Some bucket had work it could release but for a concurrency cap: a lease ending
   // may let it out.
   bool cap_blocked = false;
+  // The store's time the decision was made at (the database's clock on PostgreSQL):
+  // wake_at and each job's leased_at are on that clock, not necessarily the caller's.
+  Micros now = 0;
 };
 
 struct FailRequest {
@@ -172,9 +177,26 @@ struct TokenRecord {
   std::optional<Micros> revoked_at;
 };
 
+// What may have changed in the store, as an instance hears of changes another instance
+// made on the same database (PostgreSQL), so that it wakes its long-polls and drops
+// what it caches. kResync: changes may have been missed (the channel was lost); act
+// as if everything changed.
+// kWork: something may be releasable (a submit, a requeue, a resume, a policy change);
+// kLeaseEnded: a lease ended, freeing a concurrency cap.
+enum class StoreChange { kWork, kLeaseEnded, kQueues, kTokens, kResync };
+
 class Store {
  public:
   virtual ~Store() = default;
+
+  // Other instances' changes. `listener` runs on a store thread, must be quick and never
+  // block; set it once before serving (nullptr to stop hearing). A store one process
+  // owns (SQLite) never calls it: every change is made here.
+  virtual void OnChange(std::function<void(StoreChange)> listener) = 0;
+  // Whether this instance is the one that should run the maintenance passes now: always
+  // on a store one process owns; on PostgreSQL, the instance that holds the maintenance
+  // lock (another takes it over within seconds once its holder is gone).
+  virtual bool MaintenanceLeader() = 0;
 
   // Queues. PutQueue creates or replaces the policy and bumps its version.
   virtual Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,

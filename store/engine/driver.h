@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "store/engine/tx.h"
+#include "store/store.h"
 
 namespace sluice {
 
@@ -50,6 +51,15 @@ class Driver {
   }
   // Runs `op` on a consistent read-only snapshot and returns its Error or nothing.
   virtual std::optional<Error> Read(const Op& op) = 0;
+
+  // Changes other processes on the same database should hear of (committed ones only).
+  // A driver one process owns has no one to tell.
+  virtual void Publish(StoreChange /*change*/) {}
+  // Where to deliver other processes' changes (called once, by the engine, before any
+  // Publish); `listener` runs on a driver thread and must be quick.
+  virtual void Subscribe(std::function<void(StoreChange)> /*listener*/) {}
+  // See Store::MaintenanceLeader.
+  virtual bool MaintenanceLeader() { return true; }
 };
 
 }  // namespace sluice

@@ -37,7 +37,7 @@ std::optional<QueueInfo> LoadQueue(Tx& tx, const std::string& name) {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
-    : driver_(std::move(driver)), options_(std::move(options)) {
+    : driver_(std::move(driver)), publisher_(driver_.get()), options_(std::move(options)) {
   if (!options_.unit_random) {
     auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
     auto mu = std::make_shared<std::mutex>();
@@ -46,6 +46,18 @@ Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
       return std::uniform_real_distribution<double>(0.0, 1.0)(*rng);
     };
   }
+  driver_->Subscribe([this](StoreChange change) { Heard(change); });
+}
+
+void Engine::OnChange(std::function<void(StoreChange)> listener) {
+  std::lock_guard lock(listener_mu_);
+  listener_ = std::move(listener);
+}
+
+void Engine::Heard(StoreChange change) {
+  if (change == StoreChange::kTokens || change == StoreChange::kResync) ForgetTokens();
+  std::lock_guard lock(listener_mu_);
+  if (listener_) listener_(change);
 }
 
 // The driver goes first: it may still run queued operations (PgDriver finishes them),
@@ -101,12 +113,14 @@ Result<T> Engine::Read(const std::function<Result<T>(Tx&)>& fn) {
 
 Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy, Micros now) {
   std::string text = PolicyToJson(policy).dump();
-  return Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
+  auto r = Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
     tx.UpsertQueue(name, text, tx.Now(now));
     QueueInfo q = *LoadQueue(tx, name);
     q.stats = tx.LoadQueueStats(name);
     return q;
   });
+  if (r.ok()) Publish(StoreChange::kWork);  // a new rate or cap may let work out
+  return r;
 }
 
 Result<QueueInfo> Engine::GetQueue(const std::string& name) {
@@ -160,15 +174,20 @@ Result<std::vector<BucketInfo>> Engine::ListBuckets(const std::string& queue) {
 }
 
 Status Engine::SetPaused(const std::string& queue, bool paused, Micros now) {
-  return Write<Ok>([queue, paused, now](Tx& tx) -> Status {
+  Status st = Write<Ok>([queue, paused, now](Tx& tx) -> Status {
     if (!tx.SetPaused(queue, paused, tx.Now(now))) return UnknownQueue(queue);
     return Ok{};
   });
+  if (st.ok() && !paused) Publish(StoreChange::kWork);
+  return st;
 }
 
 Status Engine::DeleteQueue(const std::string& queue) {
-  return Write<Ok>([queue](Tx& tx) -> Status {
+  Status st = Write<Ok>([queue](Tx& tx) -> Status {
     if (!tx.LockQueue(queue)) return UnknownQueue(queue);
+    // A submit holds its bucket's lock until it commits: once every bucket is locked
+    // here, no job can join the queue unseen by the check below.
+    tx.LockQueueBuckets(queue);
     if (tx.QueueBusy(queue) > 0) {
       return MakeError(ErrorCode::kConflict, "queue '" + queue +
                                                  "' still has queued or leased jobs: pause it "
@@ -177,6 +196,8 @@ Status Engine::DeleteQueue(const std::string& queue) {
     if (!tx.DeleteQueue(queue)) return UnknownQueue(queue);
     return Ok{};
   });
+  if (st.ok()) Publish(StoreChange::kQueues);  // long-polls on it are answered not_found
+  return st;
 }
 
 Result<std::vector<TenantBacklog>> Engine::Backlog(const std::string& queue) {
@@ -230,6 +251,9 @@ void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done
         req.cost = job.cost;
         req.not_before = job.not_before;
         req.deadline = job.deadline;
+        if (!req.deadline && job.deadline_in_ms) {
+          req.deadline = now + *job.deadline_in_ms * kMicrosPerMilli;
+        }
         if (!req.deadline && q->policy.default_deadline_ms > 0) {
           req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
         }
@@ -258,7 +282,11 @@ void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done
         }
         return out;
       },
-      std::move(done), Driver::Sync::kDurable);
+      [this, done = std::move(done)](Result<SubmitOutcome> r) {
+        if (r.ok() && r.value().job && !r.value().replayed) Publish(StoreChange::kWork);
+        done(std::move(r));
+      },
+      Driver::Sync::kDurable);
 }
 
 Result<JobRecord> Engine::GetJob(const std::string& id) {
@@ -307,6 +335,7 @@ std::vector<Result<LeaseOutcome>> Engine::LeaseMany(const std::vector<LeaseReque
         (void)ReapLapsedLeases(tx, now);
         (void)ExpireDue(tx, now);
         Outcomes out(requests.size());
+        for (LeaseOutcome& o : out) o.now = now;
         LeaseAll(tx, requests, out, now, now + lookahead);
         return out;
       },
@@ -332,7 +361,11 @@ void Engine::CompleteAsync(std::string id, std::string lease_id, std::optional<s
         tx.BucketLeaseEnded(job->queue, job->tenant, LeaseEnd{.succeeded = true});
         return std::move(*job);
       },
-      std::move(done), Driver::Sync::kDurable);
+      [this, done = std::move(done)](Result<JobRecord> r) {
+        if (r.ok()) Publish(StoreChange::kLeaseEnded);
+        done(std::move(r));
+      },
+      Driver::Sync::kDurable);
 }
 
 void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros caller_now,
@@ -357,7 +390,11 @@ void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, M
         if (!job) return LostOrMissing(tx, id);
         return std::move(*job);
       },
-      std::move(done), Driver::Sync::kDurable);
+      [this, done = std::move(done)](Result<JobRecord> r) {
+        if (r.ok()) Publish(StoreChange::kWork);  // a retry is queued, a cap freed
+        done(std::move(r));
+      },
+      Driver::Sync::kDurable);
 }
 
 void Engine::HeartbeatAsync(std::string id, std::string lease_id, std::optional<int64_t> extend_ms,
@@ -385,7 +422,7 @@ Result<JobRecord> Engine::Cancel(const std::string& id, Micros caller_now) {
 }
 
 Result<JobRecord> Engine::Retry(const std::string& id, Micros caller_now) {
-  return Write<JobRecord>([id, caller_now](Tx& tx) -> Result<JobRecord> {
+  auto r = Write<JobRecord>([id, caller_now](Tx& tx) -> Result<JobRecord> {
     auto job = tx.Retry(id, tx.Now(caller_now));
     if (!job) {
       return MissingOr(
@@ -394,6 +431,8 @@ Result<JobRecord> Engine::Retry(const std::string& id, Micros caller_now) {
     tx.BucketAdmitted(job->queue, job->tenant, job->cost);
     return std::move(*job);
   });
+  if (r.ok()) Publish(StoreChange::kWork);
+  return r;
 }
 
 Result<JobPage> Engine::ListJobs(const JobFilter& f) {
@@ -412,9 +451,11 @@ Result<JobPage> Engine::ListJobs(const JobFilter& f) {
 // ---- Maintenance -------------------------------------------------------------------
 
 Result<MaintenanceCounts> Engine::ReapLeases(Micros caller_now) {
-  return Write<MaintenanceCounts>([caller_now](Tx& tx) -> Result<MaintenanceCounts> {
+  auto r = Write<MaintenanceCounts>([caller_now](Tx& tx) -> Result<MaintenanceCounts> {
     return ReapLapsedLeases(tx, tx.Now(caller_now));
   });
+  if (r.ok() && r.value().leases_requeued > 0) Publish(StoreChange::kWork);
+  return r;
 }
 
 Result<MaintenanceCounts> Engine::ExpireDeadlines(Micros caller_now) {
@@ -449,6 +490,7 @@ Status Engine::CreateToken(const TokenRecord& t) {
     return Ok{};
   });
   ForgetToken(t.id);
+  if (st.ok()) Publish(StoreChange::kTokens);
   return st;
 }
 
@@ -457,19 +499,28 @@ void Engine::ForgetToken(const std::string& id) {
   token_cache_.erase(id);
 }
 
+void Engine::ForgetTokens() {
+  std::lock_guard lock(tokens_mu_);
+  token_cache_.clear();
+}
+
 Result<std::optional<TokenRecord>> Engine::FindToken(const std::string& id) {
   {
     std::lock_guard lock(tokens_mu_);
     if (auto it = token_cache_.find(id); it != token_cache_.end()) {
-      return std::optional<TokenRecord>(it->second);
+      if (std::chrono::steady_clock::now() - it->second.read_at < options_.token_ttl) {
+        return std::optional<TokenRecord>(it->second.token);
+      }
+      token_cache_.erase(it);
     }
   }
+  const auto read_at = std::chrono::steady_clock::now();
   auto found = Read<std::optional<TokenRecord>>(
       [&](Tx& tx) -> Result<std::optional<TokenRecord>> { return tx.SelectToken(id); });
   if (found.ok() && found.value()) {
     std::lock_guard lock(tokens_mu_);
     if (token_cache_.size() >= kTokenCacheSize) token_cache_.clear();
-    token_cache_.emplace(id, *found.value());
+    token_cache_.insert_or_assign(id, CachedToken{*found.value(), read_at});
   }
   return found;
 }
@@ -486,6 +537,7 @@ Result<TokenRecord> Engine::RevokeToken(const std::string& id, Micros caller_now
     return std::move(*t);
   });
   ForgetToken(id);  // after the commit: the next request reads the revocation
+  if (r.ok()) Publish(StoreChange::kTokens);
   return r;
 }
 

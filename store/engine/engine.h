@@ -6,6 +6,7 @@
 // Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,12 +21,19 @@ namespace sluice {
 
 struct EngineOptions {
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
+  // How long a token read from the store is served from memory. Another instance's
+  // change (revocation) reaches this one at once through the driver's channel; this
+  // bounds it when the channel is lost (docs/api.md: within one second).
+  std::chrono::milliseconds token_ttl{500};
 };
 
 class Engine : public Store {
  public:
   Engine(std::unique_ptr<Driver> driver, EngineOptions options);
   ~Engine() override;
+
+  void OnChange(std::function<void(StoreChange)> listener) override;
+  bool MaintenanceLeader() override { return driver_->MaintenanceLeader(); }
 
   Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
                              Micros now) override;
@@ -59,8 +67,8 @@ class Engine : public Store {
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;
-  // Served from memory after the first read; every token change made through this
-  // engine drops the token from the cache once it is committed.
+  // Served from memory for at most token_ttl after a read; a token change made through
+  // this engine drops it once committed, one made by another instance once heard of.
   Result<std::optional<TokenRecord>> FindToken(const std::string& id) override;
   Result<std::vector<TokenRecord>> ListTokens() override;
   Result<TokenRecord> RevokeToken(const std::string& id, Micros now) override;
@@ -77,13 +85,27 @@ class Engine : public Store {
   Result<T> Read(const std::function<Result<T>(Tx&)>& fn);
 
   void ForgetToken(const std::string& id);
+  void ForgetTokens();
+  // Another process's change, from the driver.
+  void Heard(StoreChange change);
+  // A change committed here, for other processes.
+  // (Through a plain pointer: the driver's destructor still runs operations, whose
+  // completions publish, while driver_ is already empty.)
+  void Publish(StoreChange change) { publisher_->Publish(change); }
 
   static constexpr size_t kTokenCacheSize = 10000;
 
   std::unique_ptr<Driver> driver_;
+  Driver* const publisher_;  // = driver_.get(), for as long as the driver lives
   EngineOptions options_;
   std::mutex tokens_mu_;
-  std::unordered_map<std::string, TokenRecord> token_cache_;  // guarded by tokens_mu_
+  struct CachedToken {
+    TokenRecord token;
+    std::chrono::steady_clock::time_point read_at;
+  };
+  std::unordered_map<std::string, CachedToken> token_cache_;  // guarded by tokens_mu_
+  std::mutex listener_mu_;
+  std::function<void(StoreChange)> listener_;  // guarded by listener_mu_
 };
 
 }  // namespace sluice

@@ -103,6 +103,9 @@ class Tx {
   virtual std::vector<std::pair<QueueRow, QueueStats>> ListQueues() = 0;
   virtual void UpsertQueue(const std::string& name, const std::string& policy, Micros now) = 0;
   virtual bool SetPaused(const std::string& name, bool paused, Micros now) = 0;
+  // Locks every bucket row of the queue until the transaction ends (after LockQueue):
+  // waits for the admissions in flight to commit.
+  virtual void LockQueueBuckets(const std::string& name) = 0;
   virtual int64_t QueueBusy(const std::string& name) = 0;  // queued + leased jobs
   virtual bool DeleteQueue(const std::string& name) = 0;
 

@@ -142,4 +142,16 @@ Rows Connection::Exec(const std::string& sql) {
   return Check(PQexec(conn_, sql.c_str()), sql.substr(0, 60));
 }
 
+std::vector<Connection::Notification> Connection::TakeNotifications() {
+  if (PQconsumeInput(conn_) == 0) {
+    throw PgError("", "connection lost: " + OneLine(PQerrorMessage(conn_)));
+  }
+  std::vector<Notification> out;
+  while (PGnotify* n = PQnotifies(conn_)) {
+    out.push_back(Notification{n->be_pid, n->relname, n->extra});
+    PQfreemem(n);
+  }
+  return out;
+}
+
 }  // namespace sluice::pg

@@ -118,6 +118,18 @@ class Connection {
   // Whether the connection is inside a transaction block (or a failed one).
   bool InTransaction() const;
 
+  // For LISTEN: the socket to wait on, this session's backend pid, and the
+  // notifications that arrived (reading what the socket has first). TakeNotifications
+  // throws PgError once the connection is gone.
+  struct Notification {
+    int backend_pid;
+    std::string channel;
+    std::string payload;
+  };
+  int Socket() const { return PQsocket(conn_); }
+  int BackendPid() const { return PQbackendPID(conn_); }
+  std::vector<Notification> TakeNotifications();
+
  private:
   // Throws PgError for a result that is not a success (nullptr included).
   Rows Check(PGresult* res, std::string_view what);

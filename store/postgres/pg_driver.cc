@@ -108,6 +108,16 @@ Result<std::unique_ptr<PgDriver>> PgDriver::Open(const PgStoreOptions& options) 
   return std::unique_ptr<PgDriver>(new PgDriver(options, std::move(conn)));
 }
 
+void PgDriver::Publish(StoreChange change) {
+  if (channel_) channel_->Publish(change);
+}
+
+void PgDriver::Subscribe(std::function<void(StoreChange)> listener) {
+  channel_ = std::make_unique<PgChannel>(uri_, std::move(listener));
+}
+
+bool PgDriver::MaintenanceLeader() { return channel_ && channel_->leader(); }
+
 void PgDriver::Write(Op op, Done done, Sync sync) {
   Enqueue(Task{std::move(op), std::move(done),
                sync == Sync::kDurable ? Kind::kDurable : Kind::kCommitted});

@@ -18,6 +18,9 @@
 //      kMaxBackoff) after the last failed attempt. Until then operations fail at once with
 //      storage_unavailable: no thread waits on, or spins against, a database that is down.
 //      While it is down, one worker at a time tries it.
+//   4. Other instances hear of committed changes through the channel (pg_channel.h),
+//      which also holds the maintenance lock; it outlives the workers, so that the
+//      operations they finish at destruction are announced too.
 // Thread-safe: Write and Read may be called from any thread but a worker (from `done`).
 #pragma once
 
@@ -34,6 +37,7 @@
 
 #include "store/engine/driver.h"
 #include "store/postgres/pg.h"
+#include "store/postgres/pg_channel.h"
 #include "store/postgres/pg_tx.h"
 
 namespace sluice {
@@ -62,6 +66,11 @@ class PgDriver final : public Driver {
   void Write(Op op, Done done, Sync sync) override;
   // Queues `op` and waits for it.
   std::optional<Error> Read(const Op& op) override;
+
+  // Through the channel (store/postgres/pg_channel.h) that Subscribe opens.
+  void Publish(StoreChange change) override;
+  void Subscribe(std::function<void(StoreChange)> listener) override;
+  bool MaintenanceLeader() override;
 
  private:
   enum class Kind { kDurable, kCommitted, kRead };
@@ -95,6 +104,7 @@ class PgDriver final : public Driver {
   bool probing_ = false;  // a worker tries the database found down; guarded by connect_mu_
 
   std::vector<std::thread> workers_;
+  std::unique_ptr<PgChannel> channel_;  // set once, by Subscribe; dies after the workers
 };
 
 }  // namespace sluice

@@ -127,6 +127,8 @@ std::optional<QueueRow> PgTx::LockQueue(const std::string& name) {
   return OneQueue(Run("lock_queue", name));
 }
 
+void PgTx::LockQueueBuckets(const std::string& name) { Run("lock_queue_buckets", name); }
+
 bool PgTx::QueueExists(const std::string& name) { return !Run("queue_exists", name).empty(); }
 
 QueueStats PgTx::LoadQueueStats(const std::string& name) {

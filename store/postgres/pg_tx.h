@@ -19,7 +19,7 @@ namespace sluice {
 // clang-format off
 #define SLUICE_PG_STATEMENTS(X)                                                                \
   X(now) X(select_queue) X(lock_queue) X(queue_exists) X(queue_stats) X(list_queues)           \
-  X(upsert_queue) X(set_paused) X(queue_busy) X(delete_queue) X(select_bucket)                 \
+  X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue) X(select_bucket)                 \
   X(lock_bucket_key) X(lock_bucket) X(list_buckets) X(bucket_heads) X(bucket_head)             \
   X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(bucket_released)                     \
   X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job)      \
@@ -58,6 +58,7 @@ class PgTx final : public Tx {
 
   std::optional<QueueRow> LoadQueue(const std::string& name) override;
   std::optional<QueueRow> LockQueue(const std::string& name) override;
+  void LockQueueBuckets(const std::string& name) override;
   bool QueueExists(const std::string& name) override;
   QueueStats LoadQueueStats(const std::string& name) override;
   std::vector<std::pair<QueueRow, QueueStats>> ListQueues() override;

@@ -19,6 +19,11 @@ SELECT name, policy, version, paused FROM queues WHERE name = $1::text;
 -- one transaction at a time, across processes.
 SELECT name, policy, version, paused FROM queues WHERE name = $1::text FOR UPDATE;
 
+-- name: lock_queue_buckets
+-- Before deleting a queue: an admission holds its bucket's row lock until it commits,
+-- so once these are held, queue_busy sees every job the queue will ever get.
+SELECT 1 FROM buckets WHERE queue = $1::text FOR UPDATE;
+
 -- name: queue_exists
 SELECT 1 FROM queues WHERE name = $1::text;
 
