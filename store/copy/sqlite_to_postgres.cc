@@ -183,15 +183,18 @@ Result<CopyDbReport> Copy(const CopyDbOptions& options) {
   const Statements imported(FindSqlFile(kImportFile).value_or(""), kImportFile);
   const std::string& path = options.sqlite_path;
 
-  // 1. No sluiced on the file, now or during the copy.
+  // 1. No sluiced on the file, now or during the copy (a file that is not there gets no
+  // lock file either).
+  auto is_file = [&path] {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  if (!is_file()) return MakeError(ErrorCode::kNotFound, "no SQLite database at " + path);
   auto lock = SqliteFileLock::Acquire(path);
   if (!lock.ok()) return lock.error();
 
-  // 2. The source: there, a sluice database, at this binary's schema version.
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return MakeError(ErrorCode::kNotFound, "no SQLite database at " + path);
-  }
+  // 2. The source: a sluice database, at this binary's schema version.
+  if (!is_file()) return MakeError(ErrorCode::kNotFound, "no SQLite database at " + path);
   if (!HasJobsTable(path)) {
     throw CopyError(ErrorCode::kBadRequest,
                     path + " is not a sluice database (it has no jobs table)");

@@ -510,7 +510,8 @@ TEST_CASE("copy-db refuses a SQLite file a store holds, or that is not there, to
   CHECK(copied.error().code == ErrorCode::kNotFound);
   CHECK(copied.error().detail.find("no SQLite database at " + missing) != std::string::npos);
   struct stat st {};
-  CHECK(stat(missing.c_str(), &st) != 0);  // not created
+  CHECK(stat(missing.c_str(), &st) != 0);  // not created, nor a lock file for it
+  CHECK(stat((missing + ".lock").c_str(), &st) != 0);
   CHECK(PgRows(uri) == no_schema);
 
   // Once the store is gone, the copy runs.
