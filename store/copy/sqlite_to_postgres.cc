@@ -229,7 +229,6 @@ Result<CopyDbReport> Copy(const CopyDbOptions& options) {
                                                   " in PostgreSQL");
       }
     }
-    dst.Exec("COMMIT");
   } catch (const std::exception& e) {
     RollbackQuietly(dst);
     if (src.InTransaction()) src.Exec("ROLLBACK");
@@ -241,6 +240,15 @@ Result<CopyDbReport> Copy(const CopyDbOptions& options) {
                                                     : ErrorCode::kInternal;
     throw CopyError(code, std::string(pg ? "PostgreSQL: " : "") + e.what() +
                               "; the copy was rolled back: the target holds none of it");
+  }
+  try {
+    dst.Exec("COMMIT");
+  } catch (const pg::PgError& e) {
+    // The server may have committed before the connection broke: say so, not "rolled back".
+    throw CopyError(Unreachable(e) ? ErrorCode::kStorageUnavailable : ErrorCode::kInternal,
+                    std::string("PostgreSQL: COMMIT failed: ") + e.what() +
+                        "; if it went through, the target holds the whole copy (another "
+                        "copy-db refuses it), else nothing of it");
   }
   src.Exec("COMMIT");
   return report;
