@@ -1,5 +1,6 @@
 // sluiced: the sluice server. Wires the store, the dispatcher and the HTTP routes,
-// and drains gracefully on SIGINT/SIGTERM.
+// and drains gracefully on SIGINT/SIGTERM. `sluiced copy-db` moves a SQLite database
+// to PostgreSQL (store/copy/sqlite_to_postgres.h).
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -9,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "common/random.h"
@@ -22,6 +24,7 @@
 #include "server/maintenance.h"
 #include "server/metrics.h"
 #include "server/request_reader.h"
+#include "store/copy/sqlite_to_postgres.h"
 #include "store/db_uri.h"
 #include "store/postgres/pg_store.h"
 #include "store/sqlite/sqlite_store.h"
@@ -101,6 +104,30 @@ sluice::Result<std::unique_ptr<sluice::Store>> OpenStore(const Flags& flags,
   return std::unique_ptr<sluice::Store>(std::move(opened.value()));
 }
 
+// `sluiced copy-db --from FILE --to URI`: the counts on stdout, a refusal on stderr.
+int CopyDb(const std::string& from, const std::string& to) {
+  if (!sluice::IsPostgresUri(to)) {
+    std::cerr << "sluiced copy-db: --to must be a PostgreSQL URI (postgres://...), got '" << to
+              << "'\n";
+    return 2;
+  }
+  sluice::CopyDbOptions options;
+  options.sqlite_path = from;
+  options.pg_uri = to;
+  auto copied = sluice::CopySqliteToPostgres(options);
+  if (!copied.ok()) {
+    std::cerr << "sluiced copy-db: " << copied.error().detail << "\n";
+    return 1;
+  }
+  const sluice::CopyDbReport& report = copied.value();
+  std::cout << "copied " << from << " (schema version " << report.sqlite_version << ") to "
+            << sluice::RedactDb(to) << " (schema version " << report.postgres_version << "):\n";
+  for (const sluice::CopiedTable& t : report.tables) {
+    std::cout << "  " << t.table << " " << t.rows << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,7 +176,17 @@ int main(int argc, char** argv) {
                  "open connections served at once; more are answered 503 and closed "
                  "(default: the open-file limit less 64, at most 10000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  std::string copy_from;
+  std::string copy_to;
+  CLI::App* copy_db = cli.add_subcommand(
+      "copy-db",
+      "copy a SQLite database (no sluiced running on it) into an empty PostgreSQL database, "
+      "in one transaction; see docs/operations.md");
+  copy_db->add_option("--from", copy_from, "the SQLite database file")->required();
+  copy_db->add_option("--to", copy_to, "the PostgreSQL database: postgres://user@host:port/db")
+      ->required();
   CLI11_PARSE(cli, argc, argv);
+  if (*copy_db) return CopyDb(copy_from, copy_to);
   sluice::ConfigureLogging(
       flags.log_format == "json" ? sluice::LogFormat::kJson : sluice::LogFormat::kText,
       sluice::RandomId("", 6));

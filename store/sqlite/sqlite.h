@@ -60,6 +60,10 @@ class Stmt {
   // Runs to completion; returns the number of rows changed.
   int Exec();
 
+  int ColumnCount() const { return sqlite3_column_count(stmt_); }
+  std::string ColumnName(int col) const { return sqlite3_column_name(stmt_, col); }
+  int Type(int col) const { return sqlite3_column_type(stmt_, col); }  // SQLITE_INTEGER...
+
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::string Text(int col) const;
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }

@@ -26,6 +26,10 @@ SqliteDriver::~SqliteDriver() = default;
 
 Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOptions& options) {
   std::unique_ptr<SqliteDriver> driver(new SqliteDriver(options));
+  // Before anything touches the file: a second process on it is refused here.
+  auto lock = SqliteFileLock::Acquire(options.path);
+  if (!lock.ok()) return lock.error();
+  driver->lock_ = std::move(lock.value());
   try {
     (void)SqliteStatements::Get();  // every statement is there, or fail now
     // The writer's WAL writes go out one system call per commit (store/sqlite/wal_vfs.h).

@@ -1,7 +1,8 @@
 // The SQLite driver: one file, WAL, every write through the group-committing Writer
 // (store/sqlite/writer.h), reads on a small pool of read-only connections. Statements
 // are store/sql/sqlite/statements.sql; the schema is schema.sql plus the numbered
-// migrations. One process per file.
+// migrations. One process per file: Open takes the file's lock (store/sqlite/file_lock.h)
+// before it opens the database, and the driver holds it until it is destroyed.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 
 #include "store/engine/driver.h"
 #include "store/sqlite/checkpointer.h"
+#include "store/sqlite/file_lock.h"
 #include "store/sqlite/sqlite.h"
 #include "store/sqlite/writer.h"
 
@@ -32,7 +34,9 @@ struct SqliteStoreOptions {
 
 class SqliteDriver final : public Driver {
  public:
-  // Opens (creating) the file and brings its schema to the latest version.
+  // Takes the file's lock, then opens (creating) the file and brings its schema to the
+  // latest version. A file another store holds is refused (conflict, naming the other
+  // process) before anything is created or written.
   static Result<std::unique_ptr<SqliteDriver>> Open(const SqliteStoreOptions& options);
   ~SqliteDriver() override;
 
@@ -49,6 +53,8 @@ class SqliteDriver final : public Driver {
   std::string path_;
   std::string synchronous_;
   int busy_timeout_ms_;
+  // Declared first: released only once every connection below is closed.
+  std::unique_ptr<SqliteFileLock> lock_;
   std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
   std::unique_ptr<Writer> writer_;
   std::mutex readers_mu_;
