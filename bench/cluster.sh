@@ -3,7 +3,7 @@
 # run on this machine: sluice on SQLite (one instance), sluice on PostgreSQL with 1, 2
 # and 3 instances on one database, and pg-boss 10.4.2 on the same PostgreSQL server.
 #
-# Usage: bench/cluster.sh [rounds]            (default 3; about 4 minutes a round here)
+# Usage: bench/cluster.sh [rounds]            (default 3; 5 to 6 minutes a round here)
 #   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (8), WORKERS (8),
 #        MAX_JOBS (8) for sluice-bench-e2e, spread round-robin over the instances,
 #        DB_POOL (8) sluiced --db-pool, INSTANCES ("1 2 3"); pg-boss: PGBOSS_INFLIGHT (50)

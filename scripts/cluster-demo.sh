@@ -166,18 +166,23 @@ depth() {
   admin "$URL/v1/admin/queues/report-export/tenants" | jq -r '
     [.tenants[] | "\(.tenant)=\(.queued)q/\(.leased)r"] | join(" ")' 2>/dev/null || echo "?"
 }
-handouts() {  # jobs each instance handed out so far (its own counter; "killed" once gone)
+last_handouts=()
+HANDOUTS=""
+# Sets HANDOUTS: the jobs each instance handed out so far (its own counter; the last
+# figure seen, once it is killed). Called plainly, not in $(...): it keeps state.
+handouts() {
   local i out="" n
   for ((i = 1; i <= INSTANCES; i++)); do
     if [ -z "${server_pids[$((i - 1))]}" ]; then
-      n=killed
+      n="${last_handouts[$((i - 1))]:-0}(killed)"
     else
       n="$(admin "http://127.0.0.1:${ports[$((i - 1))]}/metrics" |
         awk '/^sluice_release_lag_seconds_count/ {v = $2} END {print v + 0}')" || n="?"
+      last_handouts[i - 1]="$n"
     fi
     out="$out${out:+ }s$i=$n"
   done
-  echo "$out"
+  HANDOUTS="$out"
 }
 shown=0
 show_submitter() {  # the submitter's new lines since the last call
@@ -192,7 +197,8 @@ killed=0
 while [ $((SECONDS - start)) -lt "$DURATION" ]; do
   sleep 2
   show_submitter
-  echo "$(now)  [depth] $(depth)   [handed out] $(handouts)   [haproxy] $(haproxy_status)"
+  handouts
+  echo "$(now)  [depth] $(depth)   [handed out] $HANDOUTS   [haproxy] $(haproxy_status)"
   if [ "$killed" = 0 ] && [ $((SECONDS - start)) -ge "$KILL_AT" ]; then
     victim_pid="${server_pids[$((VICTIM - 1))]}"
     kill -KILL "$victim_pid"
@@ -212,7 +218,8 @@ for ((t = 0; t < DRAIN_S; t += 2)); do
   fi
   sleep 2
   show_submitter
-  echo "$(now)  [depth] $(depth)   [handed out] $(handouts)   [haproxy] $(haproxy_status)"
+  handouts
+  echo "$(now)  [depth] $(depth)   [handed out] $HANDOUTS   [haproxy] $(haproxy_status)"
 done
 show_submitter
 submit_rc=0
@@ -240,7 +247,8 @@ served="$(curl -fsS --max-time 2 "http://127.0.0.1:$STATSPORT/stats;csv" 2>/dev/
            END {printf "; retried %d, redispatched %d", r, d}')"
 worker_errors="$(cat "$DATA"/worker-*.log | grep -c 'cannot lease\|ack failed' || true)"
 echo
-echo "==> the end: haproxy $(haproxy_status); jobs handed out per instance $(handouts)"
+handouts
+echo "==> the end: haproxy $(haproxy_status); jobs handed out per instance $HANDOUTS"
 echo "   haproxy:   requests sent per instance $served; the workers saw $worker_errors failed requests (lease or ack, retried)"
 echo "   submitter: $accepted jobs accepted (202), $gave_up gave up before being accepted, $replayed answers were replays of a 202 lost in transit"
 echo "   database:  $in_db jobs, $succeeded succeeded (other states: $other_states); $reruns jobs ran more than once (a lease lost with the killed instance, requeued when it ran out)"
