@@ -5,8 +5,9 @@
 // own connection. With --server URL (repeated), the servers are already running and
 // share one database: submitter s talks to server s mod K, worker w to server w mod K
 // (each thread keeps its one connection), the queue and tokens are set up through the
-// first; the exactly-once check is the same. The queue's rate is far above what the machine can
-// do, so the shaper never holds a job back: the figures are the server's and its store's.
+// first; the exactly-once check is the same. The queue's rate is far above what the
+// machine can do, so the shaper never holds a job back: the figures are the server's and
+// its store's.
 //
 // Prints one JSON object:
 //   submit_jobs_per_s   202s per second from the first submit sent to the last 202 read;
