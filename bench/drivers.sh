@@ -88,18 +88,15 @@ done
 # ---- process handling ------------------------------------------------------------------
 PIDS=()
 DATA_DIRS=()
-PGDIR=""
-AS_PG=()  # how server commands run: as the postgres user when we are root
-[ "$(id -u)" -eq 0 ] && AS_PG=(runuser -u postgres --)
+# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
+# start_postgres, stop_postgres, psql_do, pg_ticks, wal_syncs, xacts (PGDIR, PGPORT, PM_PID)
+source "$ROOT/bench/lib.sh"
 cleanup() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.2
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  if [ -n "$PGDIR" ] && [ -f "$PGDIR/data/postmaster.pid" ]; then
-    "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDIR/data" -m fast -w -t 30 >/dev/null 2>&1 ||
-      "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDIR/data" -m immediate -w >/dev/null 2>&1 || true
-  fi
   if [ -n "$PGDIR" ]; then
+    stop_postgres keep
     # The server's log goes with the raw outputs; the cluster itself goes.
     cp "$PGDIR/server.log" "$PREFIX-postgres.log" 2>/dev/null || true
     [ "$KEEP_DATA" = 1 ] || rm -rf "$PGDIR"
@@ -111,59 +108,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# stop_pid, forget_pid, cpu_ticks
-source "$ROOT/bench/lib.sh"
-
-
-# CPU clock ticks the cluster has spent: the postmaster with the children it reaped
-# (cutime + cstime), and its live children. A backend that exits between two samples
-# moves from the second sum into the first, so a difference of samples is what the
-# cluster spent in between. (The process names have no spaces: fields count plainly.)
-PM_PID=""
-pg_ticks() {
-  local t c
-  t="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PM_PID/stat" 2>/dev/null || echo 0)"
-  for c in $(pgrep -P "$PM_PID" 2>/dev/null || true); do
-    t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
-  done
-  echo "$t"
-}
-
 HZ="$(getconf CLK_TCK)"
-ticks_us_per_job() {  # ticks_us_per_job <ticks> <jobs>
-  awk -v t="$1" -v n="$2" -v hz="$HZ" 'BEGIN {if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "-"}'
-}
-
-# ---- the private PostgreSQL cluster -----------------------------------------------------
-PGPORT=""
-psql_do() {  # psql_do <database> <sql>: prints the result, unaligned, tuples only
-  "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$1" -c "$2"
-}
-
-start_postgres() {
-  local port attempt opts
-  PGDIR="$(mktemp -d "$ROOT/$OUT/drivers-pg.XXXXXX")"
-  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$PGDIR"
-  chmod 700 "$PGDIR"
-  if ! "${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres >"$PGDIR/initdb.log" 2>&1; then
-    cat "$PGDIR/initdb.log" >&2
-    echo "initdb failed" >&2
-    return 1
-  fi
-  for attempt in 1 2 3 4 5 6 7 8 9 10; do
-    port=$((20000 + RANDOM % 40000))
-    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && continue
-    opts="-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$PGDIR"
-    [ "$STATEMENTS" = 1 ] && opts="$opts -c shared_preload_libraries=pg_stat_statements"
-    # -w: pg_ctl returns once the server accepts connections, or when it exits (port taken).
-    if "${AS_PG[@]}" "$PGBIN/pg_ctl" start -w -t 60 -D "$PGDIR/data" -l "$PGDIR/server.log" \
-      -o "$opts" >/dev/null 2>&1; then
-      PGPORT="$port"
-      break
-    fi
-  done
-  [ -n "$PGPORT" ] || { tail -n 20 "$PGDIR/server.log" >&2; echo "PostgreSQL did not start" >&2; return 1; }
-  PM_PID="$(head -n 1 "$PGDIR/data/postmaster.pid")"
+start_drivers_postgres() {
+  local opts=()
+  [ "$STATEMENTS" = 1 ] && opts=(-c shared_preload_libraries=pg_stat_statements)
+  start_postgres "$ROOT/$OUT" "${opts[@]}"
 }
 
 NEXT_DB=0
@@ -195,11 +144,6 @@ stop_waits() {  # stop_waits <file>
   sort "$1.samples" | uniq -c | sort -rn |
     awk '{n[NR] = $0; t += $1} END {for (i = 1; i <= NR; i++) {split(n[i], f, " "); printf "%5.1f%%  %s\n", f[1] * 100 / t, substr(n[i], index(n[i], f[2]))}}' >"$1"
   rm -f "$1.samples"
-}
-
-wal_syncs() { psql_do postgres "SELECT wal_sync FROM pg_stat_wal"; }
-xacts() {  # transactions committed and rolled back in database $1 (read once its backends left)
-  psql_do postgres "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$1'"
 }
 
 # ---- (a) intake --------------------------------------------------------------------------
@@ -353,7 +297,7 @@ run_e2e() {  # run_e2e <sqlite|postgres> <raw-output-file>
 
 # ---- rounds ----------------------------------------------------------------------------------
 echo "==> a private PostgreSQL 15 cluster (fsync on, synchronous_commit on)"
-start_postgres
+start_drivers_postgres
 echo "   on 127.0.0.1:$PGPORT, data in ${PGDIR#"$ROOT/"}, postmaster pid $PM_PID$([ "$STATEMENTS" = 1 ] && echo ", with pg_stat_statements")"
 RESULTS="$PREFIX-rounds.tsv"
 printf 'round\tdriver\tintake_rps\tintake_202\tintake_non202\tintake_db\tintake_sluiced_us\tintake_pg_us\tintake_xacts_per_job\tintake_wal_syncs_per_job\te2e_submit_rps\te2e_rps\te2e_p50_ms\te2e_p99_ms\te2e_sluiced_us\te2e_pg_us\te2e_ok\te2e_xacts_per_job\te2e_wal_syncs_per_job\n' >"$RESULTS"

@@ -1,8 +1,13 @@
-// End-to-end throughput of a real sluiced, on either storage driver (bench/drivers.sh):
-// S submitter threads submit N single jobs for T tenants over keep-alive HTTP while W
-// worker threads long-poll POST /v1/leases and complete each job they get, one after
-// another on their own connection. The queue's rate is far above what the machine can
-// do, so the shaper never holds a job back: the figures are the server's and its store's.
+// End-to-end throughput of a real sluiced, on either storage driver (bench/drivers.sh),
+// or of several sluiced on one PostgreSQL database (bench/cluster.sh): S submitter
+// threads submit N single jobs for T tenants over keep-alive HTTP while W worker threads
+// long-poll POST /v1/leases and complete each job they get, one after another on their
+// own connection. With --server URL (repeated), the servers are already running and
+// share one database: submitter s talks to server s mod K, worker w to server w mod K
+// (each thread keeps its one connection), the queue and tokens are set up through the
+// first; the exactly-once check is the same. The queue's rate is far above what the
+// machine can do, so the shaper never holds a job back: the figures are the server's and
+// its store's.
 //
 // Prints one JSON object:
 //   submit_jobs_per_s   202s per second from the first submit sent to the last 202 read;
@@ -12,7 +17,8 @@
 //                       (carried in the payload as microseconds since the start) to its
 //                       completion's 200, p50/p90/p99/max;
 //   sluiced_cpu_us_per_job  sluiced's utime + stime (/proc/<pid>/stat, all threads) over
-//                       the run, per completed job; with --pg-pid the same for the
+//                       the run, per completed job (with --server: the sum over the
+//                       --sluiced-pid processes, if given); with --pg-pid the same for the
 //                       PostgreSQL cluster (the postmaster, its children, and the
 //                       children it reaped during the run);
 //   check               every 202'd job completed exactly once: duplicates, missing
@@ -22,7 +28,10 @@
 // Usage: sluice-bench-e2e [--db PATH|postgres://...] [--jobs N] [--tenants T]
 //          [--submitters S] [--workers W] [--max-jobs 8] [--pg-pid PID]
 //          [--server-arg FLAG ...]
-// The admin token is SLUICE_ADMIN_TOKEN if set, else a fresh random one.
+//        sluice-bench-e2e --server URL [--server URL ...] [--sluiced-pid PID ...]
+//          [--queue NAME] [same load flags]
+// The admin token is SLUICE_ADMIN_TOKEN if set, else a fresh random one (with --server
+// it must be set: the servers' own).
 #include <dirent.h>
 #include <unistd.h>
 
@@ -114,6 +123,16 @@ std::string RandomToken() {
   return std::string("bench-admin-") + buf;
 }
 
+// A keep-alive client with TCP_NODELAY (NOTES.md pitfall 1) for "http://host:port".
+std::unique_ptr<httplib::Client> ClientFor(const std::string& url, const std::string& token = "") {
+  auto c = std::make_unique<httplib::Client>(url);
+  c->set_tcp_nodelay(true);
+  c->set_keep_alive(true);
+  c->set_read_timeout(60, 0);
+  if (!token.empty()) c->set_bearer_token_auth(token.c_str());
+  return c;
+}
+
 struct Completion {
   int64_t index;
   std::string id;
@@ -129,7 +148,9 @@ int main(int argc, char** argv) {
   int tenants = 10, submitters = 8, workers = 8, max_jobs = 8, wait_ms = 1000;
   int stall_s = 60;
   pid_t pg_pid = 0;
-  std::vector<std::string> server_args;
+  std::vector<std::string> server_args, server_urls;
+  std::vector<pid_t> sluiced_pids;
+  std::string queue = "e2e";
   CLI::App cli{"sluice end-to-end throughput benchmark (submit, lease, complete)"};
   cli.add_option("--db", db, "SQLite file or postgres:// URI (default: a fresh SQLite file)");
   cli.add_option("--jobs", jobs, "jobs to submit")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -144,19 +165,47 @@ int main(int argc, char** argv) {
   cli.add_option("--pg-pid", pg_pid, "postmaster pid of the database's cluster, to count its CPU");
   cli.add_option("--server-arg", server_args, "extra flag for sluiced (repeat)")
       ->allow_extra_args(false);
+  cli.add_option("--server", server_urls,
+                 "URL of a running sluiced (repeat: several on one database); none: start one")
+      ->allow_extra_args(false);
+  cli.add_option("--sluiced-pid", sluiced_pids, "pid of a --server's sluiced, to count its CPU")
+      ->allow_extra_args(false);
+  cli.add_option("--queue", queue, "queue to create and use (with --server: a fresh name)");
   CLI11_PARSE(cli, argc, argv);
 
-  ServerOptions options;
   const char* admin_env = std::getenv("SLUICE_ADMIN_TOKEN");
-  options.admin_token = admin_env && *admin_env ? admin_env : RandomToken();
-  options.db_path = db;
-  options.extra_args = server_args;
-  ServerProcess server(options);
+  const std::string admin_token = admin_env && *admin_env ? admin_env : RandomToken();
+  std::unique_ptr<ServerProcess> own_server;  // only without --server
+  if (server_urls.empty()) {
+    if (!sluiced_pids.empty()) {
+      std::fprintf(stderr, "--sluiced-pid goes with --server\n");
+      return 2;
+    }
+    ServerOptions options;
+    options.admin_token = admin_token;
+    options.db_path = db;
+    options.extra_args = server_args;
+    own_server = std::make_unique<ServerProcess>(options);
+    server_urls.push_back(own_server->url());
+    sluiced_pids.push_back(own_server->pid());
+  } else if (!admin_env || !*admin_env) {
+    std::fprintf(stderr, "--server needs SLUICE_ADMIN_TOKEN (the servers' admin token)\n");
+    return 2;
+  } else if (!db.empty() || !server_args.empty()) {
+    std::fprintf(stderr, "--db and --server-arg start a server: not with --server\n");
+    return 2;
+  }
   const bool on_pg = db.rfind("postgres://", 0) == 0 || db.rfind("postgresql://", 0) == 0;
+  const size_t n_servers = server_urls.size();
+  auto url_of = [&](int thread) { return server_urls[static_cast<size_t>(thread) % n_servers]; };
+  auto sluiced_ticks = [&] {
+    long long t = 0;
+    for (pid_t p : sluiced_pids) t += CpuTicks(p);
+    return t;
+  };
 
-  // The queue and the tokens.
-  auto admin = server.Client(server.admin_token());
-  const std::string queue = "e2e";
+  // The queue and the tokens, through the first server (the others read the same database).
+  auto admin = ClientFor(server_urls[0], admin_token);
   auto put = Call(*admin, "PUT", "/v1/admin/queues/" + queue,
                   {{"rate", 1000000}, {"capacity", 10000000}, {"burst", 1000}});
   if (put.status != 200) {
@@ -194,7 +243,7 @@ int main(int argc, char** argv) {
   int64_t leases = 0, empty_leases = 0, lease_errors = 0;  // GUARDED_BY(mu)
 
   const long hz = sysconf(_SC_CLK_TCK);
-  const long long cpu0 = CpuTicks(server.pid());
+  const long long cpu0 = sluiced_ticks();
   const long long pg0 = pg_pid > 0 ? ClusterTicks(pg_pid) : 0;
   const auto t0 = SteadyClock::now();
   auto since_us = [t0] {
@@ -204,7 +253,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
-      auto c = server.Client(work_token);
+      auto c = ClientFor(url_of(w), work_token);
       const std::string lease = json{
           {"queues", {queue}},
           {"max_jobs", max_jobs},
@@ -263,8 +312,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::thread> subs;
   for (int s = 0; s < submitters; ++s) {
-    subs.emplace_back([&] {
-      auto c = server.Client();
+    subs.emplace_back([&, s] {
+      auto c = ClientFor(url_of(s));
       const std::string path = "/v1/queues/" + queue + "/jobs";
       for (int64_t i; (i = next.fetch_add(1)) < jobs;) {
         httplib::Headers auth = {
@@ -291,7 +340,7 @@ int main(int argc, char** argv) {
   submitting = false;
   for (auto& t : pool) t.join();
 
-  const long long cpu1 = CpuTicks(server.pid());
+  const long long cpu1 = sluiced_ticks();
   const long long pg1 = pg_pid > 0 ? ClusterTicks(pg_pid) : 0;
 
   // The check: every accepted job completed exactly once, nothing else completed.
@@ -336,7 +385,8 @@ int main(int argc, char** argv) {
   const bool ok = non202 == 0 && bad_completes == 0 && duplicates == 0 && missing == 0 &&
                   unknown == 0 && lease_errors == 0 && !give_up.load() && server_agrees;
 
-  json out = {{"driver", on_pg ? "postgres" : "sqlite"},
+  json out = {{"driver", !own_server ? "external" : on_pg ? "postgres" : "sqlite"},
+              {"servers", server_urls},
               {"jobs", jobs},
               {"tenants", tenants},
               {"submitters", submitters},
@@ -359,8 +409,6 @@ int main(int argc, char** argv) {
                Round(static_cast<double>(n_ok) /
                          std::max<double>(1.0, static_cast<double>(leases - empty_leases)),
                      2)},
-              {"sluiced_cpu_s", Round(cpu_s, 2)},
-              {"sluiced_cpu_us_per_job", Round(cpu_s * 1e6 / done_jobs, 0)},
               {"check",
                {{"ok", ok},
                 {"non202_submits", non202},
@@ -375,6 +423,10 @@ int main(int argc, char** argv) {
                 {"server_totals", totals},
                 {"server_stats", stats},
                 {"server_agrees", server_agrees}}}};
+  if (!sluiced_pids.empty()) {
+    out["sluiced_cpu_s"] = Round(cpu_s, 2);
+    out["sluiced_cpu_us_per_job"] = Round(cpu_s * 1e6 / done_jobs, 0);
+  }
   if (pg_pid > 0) {
     out["postgres_cpu_s"] = Round(pg_s, 2);
     out["postgres_cpu_us_per_job"] = Round(pg_s * 1e6 / done_jobs, 0);

@@ -1,6 +1,7 @@
-# Shell helpers the benchmark scripts share (sourced by bench/intake.sh and
-# bench/drivers.sh): stopping the processes a run started, and their CPU time.
-# The caller keeps the pids it started in the array PIDS.
+# shellcheck shell=bash
+# Shell helpers the benchmark scripts share (sourced by bench/intake.sh, bench/drivers.sh
+# and bench/cluster.sh): stopping the processes a run started, their CPU time, and a
+# private PostgreSQL cluster. The caller keeps the pids it started in the array PIDS.
 
 # Stops one process we started: SIGTERM, then SIGKILL after $2 seconds (default 20).
 stop_pid() {
@@ -23,4 +24,80 @@ forget_pid() {  # drops a stopped pid from the cleanup list
 
 cpu_ticks() {  # user + system clock ticks of a process, all its threads (0 once gone)
   awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+ticks_us_per_job() {  # ticks_us_per_job <ticks> <jobs>: CPU microseconds per job, or "-"
+  awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "-"}'
+}
+
+# ---- a private PostgreSQL cluster (bench/drivers.sh, bench/cluster.sh) -----------------
+# The caller sets PGBIN (the server's bin directory) and may set AS_PG; these helpers set
+# PGDIR (the cluster's directory: data/, server.log, the socket), PGPORT and PM_PID.
+PGDIR="" PGPORT="" PM_PID=""
+AS_PG=()  # how server commands run: as the postgres user when we are root (NOTES.md)
+[ "$(id -u)" -eq 0 ] && AS_PG=(runuser -u postgres --)
+
+psql_do() {  # psql_do <database> <sql>: prints the result, unaligned, tuples only
+  "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$1" -c "$2"
+}
+
+# start_postgres <parent dir> [server option ...]: initdb into a fresh directory under
+# <parent dir> (owned by the postgres user when we are root), then starts it on a free
+# loopback port with its own socket directory; the options are passed to postgres as
+# they are (e.g. "-c max_connections=200"). Otherwise default settings: fsync,
+# synchronous_commit and full_page_writes on.
+start_postgres() {
+  local parent="$1" port opts
+  shift
+  PGDIR="$(mktemp -d "$parent/pg.XXXXXX")"
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$PGDIR"
+  chmod 700 "$PGDIR"
+  if ! "${AS_PG[@]}" "$PGBIN/initdb" -D "$PGDIR/data" -A trust -U postgres >"$PGDIR/initdb.log" 2>&1; then
+    cat "$PGDIR/initdb.log" >&2
+    echo "initdb failed" >&2
+    return 1
+  fi
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    port=$((20000 + RANDOM % 40000))
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && continue
+    opts="-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$PGDIR $*"
+    # -w: pg_ctl returns once the server accepts connections, or when it exits (port taken).
+    if "${AS_PG[@]}" "$PGBIN/pg_ctl" start -w -t 60 -D "$PGDIR/data" -l "$PGDIR/server.log" \
+      -o "$opts" >/dev/null 2>&1; then
+      PGPORT="$port"
+      break
+    fi
+  done
+  [ -n "$PGPORT" ] || { tail -n 20 "$PGDIR/server.log" >&2; echo "PostgreSQL did not start" >&2; return 1; }
+  PM_PID="$(head -n 1 "$PGDIR/data/postmaster.pid")"
+}
+
+# stop_postgres [keep]: stops the cluster (fast, then immediate); removes its directory
+# unless "keep" is given. Safe to call when none was started.
+stop_postgres() {
+  [ -n "$PGDIR" ] || return 0
+  if [ -f "$PGDIR/data/postmaster.pid" ]; then
+    "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDIR/data" -m fast -w -t 30 >/dev/null 2>&1 ||
+      "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDIR/data" -m immediate -w >/dev/null 2>&1 || true
+  fi
+  [ "${1:-}" = keep ] || rm -rf "$PGDIR"
+}
+
+# CPU clock ticks the cluster has spent: the postmaster with the children it reaped
+# (cutime + cstime), and its live children. A backend that exits between two samples
+# moves from the second sum into the first, so a difference of samples is what the
+# cluster spent in between. (The process names have no spaces: fields count plainly.)
+pg_ticks() {
+  local t c
+  t="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PM_PID/stat" 2>/dev/null || echo 0)"
+  for c in $(pgrep -P "$PM_PID" 2>/dev/null || true); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+wal_syncs() { psql_do postgres "SELECT wal_sync FROM pg_stat_wal"; }
+xacts() {  # transactions committed and rolled back in database $1 (read once its backends left)
+  psql_do postgres "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$1'"
 }
