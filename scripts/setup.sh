@@ -19,6 +19,7 @@ PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
           curl jq chromium
           postgresql libpq-dev  # tests/testutil/pg_server.h runs a private server
+          faketime  # clock skew between instances (tests/system/cluster_limits_test.cc)
           clang libclang-rt-14-dev)  # sanitizer and fuzz builds (scripts/sanitize.sh, fuzz.sh)
 
 missing=()
