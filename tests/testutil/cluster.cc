@@ -105,23 +105,33 @@ Cluster::Cluster(ClusterOptions options)
 
 Cluster::~Cluster() {
   for (auto& instance : instances_) instance->Kill(SIGTERM);
+  if (conn_) PQfinish(static_cast<PGconn*>(conn_));
 }
 
 PgRows Cluster::Query(const std::string& sql, const std::vector<std::string>& params) const {
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(db_uri_.c_str()), &PQfinish);
-  if (PQstatus(conn.get()) != CONNECTION_OK) {
-    throw std::runtime_error("Cluster: cannot connect to " + db_uri_ + ": " +
-                             PQerrorMessage(conn.get()));
-  }
+  std::lock_guard<std::mutex> lock(query_mu_);
   std::vector<const char*> values;
   for (const auto& p : params) values.push_back(p.c_str());
-  std::unique_ptr<PGresult, decltype(&PQclear)> res(
-      PQexecParams(conn.get(), sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                   nullptr, nullptr, 0),
-      &PQclear);
-  const auto status = PQresultStatus(res.get());
-  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-    throw std::runtime_error("Cluster: " + sql + ": " + PQerrorMessage(conn.get()));
+  std::unique_ptr<PGresult, decltype(&PQclear)> res(nullptr, &PQclear);
+  // A second try on a new connection when the kept one is gone (the server restarted).
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!conn_ || PQstatus(static_cast<PGconn*>(conn_)) != CONNECTION_OK) {
+      if (conn_) PQfinish(static_cast<PGconn*>(conn_));
+      conn_ = PQconnectdb(db_uri_.c_str());
+      if (PQstatus(static_cast<PGconn*>(conn_)) != CONNECTION_OK) {
+        const std::string message = PQerrorMessage(static_cast<PGconn*>(conn_));
+        PQfinish(static_cast<PGconn*>(conn_));
+        conn_ = nullptr;
+        throw std::runtime_error("Cluster: cannot connect to " + db_uri_ + ": " + message);
+      }
+    }
+    PGconn* conn = static_cast<PGconn*>(conn_);
+    res.reset(PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                           values.data(), nullptr, nullptr, 0));
+    const auto status = PQresultStatus(res.get());
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) break;
+    if (attempt == 0 && PQstatus(conn) != CONNECTION_OK) continue;
+    throw std::runtime_error("Cluster: " + sql + ": " + PQerrorMessage(conn));
   }
   PgRows rows;
   for (int r = 0; r < PQntuples(res.get()); ++r) {

@@ -6,8 +6,8 @@
 //
 // Thread-safety: Instance::endpoint(), url() and Client() may be called from any thread
 // while the main thread kills and restarts; Kill(), Stop(), Restart() and the Cluster's
-// constructor and destructor belong to one thread. Query() is safe from any thread (a
-// connection per call).
+// constructor and destructor belong to one thread. Query() is safe from any thread (one
+// connection, kept and shared under a mutex; a new one after the server hung up).
 #pragma once
 
 #include <httplib.h>
@@ -106,8 +106,8 @@ class Cluster {
   const std::string& admin_token() const { return options_.admin_token; }
   PgServer& pg() { return *pg_; }
 
-  // Runs one statement ($1.. parameters, text) on a fresh connection to the cluster's
-  // database. Throws std::runtime_error with the server's message on failure.
+  // Runs one statement ($1.. parameters, text) on the cluster's database. Throws
+  // std::runtime_error with the server's message on failure.
   PgRows Query(const std::string& sql, const std::vector<std::string>& params = {}) const;
   // The first column of the first row as an integer (a count, a max).
   int64_t QueryInt(const std::string& sql, const std::vector<std::string>& params = {}) const;
@@ -124,6 +124,8 @@ class Cluster {
   TempDir dir_;  // the instances' logs
   std::string db_uri_;
   std::vector<std::unique_ptr<ClusterInstance>> instances_;
+  mutable std::mutex query_mu_;
+  mutable void* conn_ = nullptr;  // PGconn*; guarded by query_mu_
 };
 
 }  // namespace sluice::testing
