@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/time.h"
 #include "tests/system/cluster_load.h"
 #include "tests/testutil/cluster.h"
 
@@ -182,6 +183,14 @@ class Workers {
         g.lease_id = job.value("lease_id", "");
         g.attempt = job.value("attempt", int64_t{0});
         g.instance = instance;
+        if (job.contains("leased_at") && job["leased_at"].is_string()) {
+          if (auto at = ParseRfc3339(job["leased_at"].get<std::string>())) {
+            const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
+            g.handout_delay_us = wall_us - *at;
+          }
+        }
         std::this_thread::sleep_for(
             milliseconds(std::uniform_int_distribution<int>(hold_min_ms_, hold_max_ms_)(rng)));
         g.released = SteadyClock::now();
@@ -334,7 +343,11 @@ TEST_CASE("cluster: the rate of each bucket holds across three instances", "[clu
               kBurst, tenants.size(), kPerTenant);
   int64_t windows = 0, violations = 0;
   std::map<std::string, int> by_instance;
-  for (const Grant& g : ledger.grants()) ++by_instance["instance " + std::to_string(g.instance)];
+  int64_t max_delay_us = 0;
+  for (const Grant& g : ledger.grants()) {
+    ++by_instance["instance " + std::to_string(g.instance)];
+    max_delay_us = std::max(max_delay_us, g.handout_delay_us);
+  }
   for (const auto& tenant : tenants) {
     INFO("tenant " << tenant);
     const auto& times = releases.count(tenant) ? releases.at(tenant) : std::vector<int64_t>{};
@@ -358,6 +371,8 @@ TEST_CASE("cluster: the rate of each bucket holds across three instances", "[clu
   std::printf("  windows checked %lld, violations %lld; leases by instance:",
               static_cast<long long>(windows), static_cast<long long>(violations));
   for (const auto& [name, n] : by_instance) std::printf(" %s=%d", name.c_str(), n);
+  std::printf("; slowest hand-out %.0f ms after leased_at",
+              static_cast<double>(max_delay_us) / 1000.0);
   std::printf(
       "\n  acked %zu, leases %lld, leased twice %lld, completed twice %lld, "
       "not completed %lld, wall %.1f s\n",
@@ -644,7 +659,11 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   }
   const double run_s = std::chrono::duration<double>(SteadyClock::now() - run_start).count();
   std::map<int, int> by_instance;
-  for (const Grant& g : ledger.grants()) ++by_instance[g.instance];
+  std::map<int, int64_t> max_delay_us;
+  for (const Grant& g : ledger.grants()) {
+    ++by_instance[g.instance];
+    max_delay_us[g.instance] = std::max(max_delay_us[g.instance], g.handout_delay_us);
+  }
   const auto releases = ReleasesByTenant(cluster, "skew");
   std::printf("cluster skew (instance 1 +7s, instance 2 -5s; %.0f/s burst %.0f, 2 tenants x %d):\n",
               kRate, kBurst, kPerTenant);
@@ -661,12 +680,17 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   }
   for (int i = 0; i < cluster.size(); ++i) {
     const double cpu = cluster[i].CpuSeconds() - cpu_before[static_cast<size_t>(i)];
-    std::printf("  instance %d: %d leases, CPU %.2f s over %.1f s\n", i, by_instance[i], cpu,
-                run_s);
+    std::printf(
+        "  instance %d: %d leases, slowest hand-out %.0f ms after leased_at, CPU %.2f s over "
+        "%.1f s\n",
+        i, by_instance[i], static_cast<double>(max_delay_us[i]) / 1000.0, cpu, run_s);
     INFO("instance " << i);
     CHECK(by_instance[i] > 0);
     // Its workers get a fair part of the work (unskewed, each instance has 25-40%).
     CHECK(by_instance[i] * 10 >= kPerTenant * static_cast<int>(tenants.size()));
+    // A job leased is handed to its worker at once, not when the instance's own clock
+    // reaches the database's leased_at.
+    CHECK(max_delay_us[i] < 1000000);
     CHECK(cpu < 0.5 * run_s);
   }
   std::printf("  drained %s, acked %zu, completed %lld, wall %.1f s\n", drained ? "yes" : "no",

@@ -88,6 +88,9 @@ struct Grant {
   int instance = -1;
   SteadyClock::time_point granted;
   SteadyClock::time_point released;  // complete sent; granted if never sent
+  // How long after the lease's leased_at (the database's clock) the grant arrived, on
+  // this machine's wall clock (the database runs here too); -1 if unknown.
+  int64_t handout_delay_us = -1;
 };
 
 // What clients saw. Thread-safe.
