@@ -175,6 +175,9 @@ class Workers {
         std::this_thread::sleep_for(milliseconds(20));
         continue;
       }
+      const std::string who = "instance " + std::to_string(instance);
+      ledger_.Count(who + " polls");
+      if (r->body.value("jobs", json::array()).empty()) ledger_.Count(who + " empty polls");
       for (const json& job : r->body.value("jobs", json::array())) {
         Grant g;
         g.granted = SteadyClock::now();
@@ -681,9 +684,12 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   for (int i = 0; i < cluster.size(); ++i) {
     const double cpu = cluster[i].CpuSeconds() - cpu_before[static_cast<size_t>(i)];
     std::printf(
-        "  instance %d: %d leases, slowest hand-out %.0f ms after leased_at, CPU %.2f s over "
-        "%.1f s\n",
-        i, by_instance[i], static_cast<double>(max_delay_us[i]) / 1000.0, cpu, run_s);
+        "  instance %d: %d leases, %lld polls (%lld empty), slowest hand-out %.0f ms after "
+        "leased_at, CPU %.2f s over %.1f s\n",
+        i, by_instance[i],
+        static_cast<long long>(ledger.count("instance " + std::to_string(i) + " polls")),
+        static_cast<long long>(ledger.count("instance " + std::to_string(i) + " empty polls")),
+        static_cast<double>(max_delay_us[i]) / 1000.0, cpu, run_s);
     INFO("instance " << i);
     CHECK(by_instance[i] > 0);
     // Its workers get a fair part of the work (unskewed, each instance has 25-40%).
