@@ -166,6 +166,7 @@ class Workers {
                           {"wait_ms", 500},
                           {"worker_id", "w" + std::to_string(instance) + "-" + std::to_string(k)}};
     while (!stop_) {
+      const auto asked = SteadyClock::now();
       auto r = conn.Post("/v1/leases", request);
       if (!r || r->status != 200) {
         if (r && r->status != 503 && r->status != 401) {
@@ -177,6 +178,8 @@ class Workers {
       }
       const std::string who = "instance " + std::to_string(instance);
       ledger_.Count(who + " polls");
+      ledger_.Max(who + " longest poll ms",
+                  std::chrono::duration_cast<milliseconds>(SteadyClock::now() - asked).count());
       if (r->body.value("jobs", json::array()).empty()) ledger_.Count(who + " empty polls");
       for (const json& job : r->body.value("jobs", json::array())) {
         Grant g;
@@ -684,11 +687,12 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   for (int i = 0; i < cluster.size(); ++i) {
     const double cpu = cluster[i].CpuSeconds() - cpu_before[static_cast<size_t>(i)];
     std::printf(
-        "  instance %d: %d leases, %lld polls (%lld empty), slowest hand-out %.0f ms after "
-        "leased_at, CPU %.2f s over %.1f s\n",
+        "  instance %d: %d leases, %lld polls (%lld empty, longest %lld ms; wait_ms 500), "
+        "slowest hand-out %.0f ms after leased_at, CPU %.2f s over %.1f s\n",
         i, by_instance[i],
         static_cast<long long>(ledger.count("instance " + std::to_string(i) + " polls")),
         static_cast<long long>(ledger.count("instance " + std::to_string(i) + " empty polls")),
+        static_cast<long long>(ledger.count("instance " + std::to_string(i) + " longest poll ms")),
         static_cast<double>(max_delay_us[i]) / 1000.0, cpu, run_s);
     INFO("instance " << i);
     CHECK(by_instance[i] > 0);

@@ -113,6 +113,11 @@ class Ledger {
     std::lock_guard<std::mutex> lock(mu_);
     counts_[what] += n;
   }
+  // Keeps the largest `value` seen under `what` (read back with count()).
+  void Max(const std::string& what, int64_t value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    counts_[what] = std::max(counts_[what], value);
+  }
   void Anomaly(const std::string& what) {
     std::lock_guard<std::mutex> lock(mu_);
     Anomaly(what, lock);
