@@ -114,7 +114,7 @@ struct Fixture {
   std::string acme, globex, worker;
 
   explicit Fixture(const json& policy = {{"rate", 0.01}, {"capacity", 100}})
-      : server(ServerOptions{kAdminToken, {}, "", {}}) {
+      : server(ServerOptions{kAdminToken, {}, "", {}, {}, 0, ""}) {
     PutQueue("report-export", policy);
     acme = Token({{"scopes", {"submit"}}, {"tenant", "acme"}});
     globex = Token({{"scopes", {"submit"}}, {"tenant", "globex"}});

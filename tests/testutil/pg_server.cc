@@ -203,11 +203,12 @@ std::string PgServer::CreateDatabase() {
   return uri(name);
 }
 
-void PgServer::Stop() {
+void PgServer::Stop(bool immediate) {
   if (!base_uri_.empty()) throw std::logic_error("PgServer: SLUICE_TEST_PG_URI is not ours");
   if (!running_) return;
   const std::string data = dir_->File("data");
-  if (RunAsPostgres({bindir_ + "/pg_ctl", "stop", "-D", data, "-m", "fast", "-w"}) != 0) {
+  if (immediate ||
+      RunAsPostgres({bindir_ + "/pg_ctl", "stop", "-D", data, "-m", "fast", "-w"}) != 0) {
     RunAsPostgres({bindir_ + "/pg_ctl", "stop", "-D", data, "-m", "immediate", "-w"});
   }
   running_ = false;

@@ -49,7 +49,8 @@ class PgServer {
 
   // Stops the server (fast: open connections are cut) and starts it again on the same
   // port and data directory, for outage tests. Stop() on a stopped server does nothing.
-  void Stop();
+  // `immediate`: pg_ctl stop -m immediate, as a crash (no checkpoint; recovery on start).
+  void Stop(bool immediate = false);
   void Start();
   bool running() const { return running_; }
 

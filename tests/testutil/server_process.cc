@@ -35,22 +35,32 @@ bool PollUntil(F ready, std::chrono::milliseconds timeout) {
 
 ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options)) {
   db_path_ = options_.db_path.empty() ? TestDb(dir_, "sluice.db") : options_.db_path;
-  log_path_ = dir_.File("sluiced.log");
+  log_path_ = options_.log_path.empty() ? dir_.File("sluiced.log") : options_.log_path;
   const std::string port_file = dir_.File("port");
 
   std::vector<std::string> args = options_.command_prefix;
-  for (const char* a : {SLUICED_BINARY, "--listen", "127.0.0.1:0", "--db"}) args.emplace_back(a);
+  const std::string listen = "127.0.0.1:" + std::to_string(options_.port);
+  for (const char* a : {SLUICED_BINARY, "--listen", listen.c_str(), "--db"}) args.emplace_back(a);
   for (const std::string& a : {db_path_, std::string("--port-file"), port_file}) args.push_back(a);
   for (const auto& a : options_.extra_args) args.push_back(a);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> extra_env = options_.env;
+  extra_env.push_back("SLUICE_ADMIN_TOKEN=" + options_.admin_token);
+  auto replaced = [&](const std::string& entry) {
+    for (const auto& x : extra_env) {
+      const std::string name = x.substr(0, x.find('=') + 1);
+      if (entry.rfind(name, 0) == 0) return true;
+    }
+    return false;
+  };
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
-    if (std::string(*e).rfind("SLUICE_ADMIN_TOKEN", 0) != 0) env_strings.emplace_back(*e);
+    if (!replaced(*e)) env_strings.emplace_back(*e);
   }
-  env_strings.push_back("SLUICE_ADMIN_TOKEN=" + options_.admin_token);
+  for (const auto& x : extra_env) env_strings.push_back(x);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -153,6 +163,10 @@ HttpResult Call(httplib::Client& c, const std::string& method, const std::string
     }
   }
   return out;
+}
+
+std::vector<std::string> FaketimeEnv(const std::string& offset) {
+  return {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "FAKETIME=" + offset};
 }
 
 httplib::Headers Bearer(const std::string& token, httplib::Headers extra) {

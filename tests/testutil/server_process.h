@@ -20,9 +20,20 @@ struct ServerOptions {
   std::vector<std::string> extra_args;
   std::string db_path;  // empty: a file in the server's own temp dir
   // Runs sluiced through this command, e.g. {"prlimit", "--nofile=128:128", "--"}; it
-  // must exec sluiced in its own process (the pid stays sluiced's).
+  // must exec sluiced in its own process (the pid stays sluiced's). The `faketime`
+  // wrapper forks instead (its pid is not sluiced's): use FaketimeEnv() as `env`.
   std::vector<std::string> command_prefix;
+  // Entries "NAME=value" added to (or replacing) the inherited environment.
+  std::vector<std::string> env;
+  // The loopback port to listen on; 0 picks a free one.
+  int port = 0;
+  // Where sluiced's stdout and stderr are appended; empty: a file in the temp dir.
+  std::string log_path;
 };
+
+// The environment that runs sluiced under libfaketime with its clock shifted by `offset`
+// (e.g. "+7s", "-5s"), as `faketime -f OFFSET` would, but in sluiced's own process.
+std::vector<std::string> FaketimeEnv(const std::string& offset);
 
 class ServerProcess {
  public:
