@@ -633,10 +633,10 @@ TEST_CASE("cluster: intake 429 and RateLimit fields agree whichever instance ans
 // Clock skew between instances: one runs 7 s ahead, one 5 s behind (libfaketime).
 // Decisions use the database's clock, so the rate still holds on the recorded release
 // times, every instance hands out its share of the jobs, and none spins (its CPU time
-// stays small). [!mayfail]: the skewed instances' long-polls get far fewer jobs (a
-// dispatcher compares database times with its local clock; being fixed elsewhere).
+// stays small): the dispatcher turns the database's release and wake-up times into its
+// own clock's before it sets a timer.
 TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch",
-          "[cluster][postgres][faketime][!mayfail]") {
+          "[cluster][postgres][faketime]") {
   constexpr double kRate = 20, kBurst = 2;
   constexpr int kPerTenant = 40;
   const std::vector<std::string> tenants = {"s1", "s2"};
