@@ -93,6 +93,7 @@ void PgChannel::Run() {
       conn = std::make_unique<pg::Connection>(uri_);
       // A notification needs no flush of its own: what it announces is durable already.
       conn->Exec("SET synchronous_commit = off");
+      conn->Exec("SET application_name = 'sluice-channel'");  // for pg_stat_activity
       conn->Exec(std::string("LISTEN ") + kChannel);
     } catch (const pg::PgError&) {
       conn.reset();

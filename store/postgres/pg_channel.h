@@ -9,6 +9,7 @@
 //     until it holds it (every kLeaderRetry); the lock belongs to the session, so it
 //     goes with the connection (a killed process, a lost network) and another process
 //     takes it within kLeaderRetry of the server noticing.
+//   - The session's application_name is "sluice-channel" (pg_stat_activity).
 //   - Loss. When the connection is lost, leadership is dropped at once, the thread
 //     connects again (kMinBackoff doubling to kMaxBackoff), LISTENs again and tells the
 //     listener kResync: changes may have been missed meanwhile.

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testutil/cluster.h"
 #include "tests/testutil/pg_server.h"
 #include "tests/testutil/server_process.h"
 
@@ -322,6 +323,72 @@ TEST_CASE(
   std::printf("maintenance failover: a new leader %.0f ms after kill -9 of the old one\n",
               failover_ms);
   for (int i = 0; i < 20; ++i) REQUIRE(leaders(nullptr) == 1);
+}
+
+TEST_CASE(
+    "many instances: a lost channel between instances strands no long-poll and comes "
+    "back",
+    "[cluster][postgres]") {
+  ClusterOptions options;
+  options.instances = 2;
+  options.extra_args = {"--db-pool", "3", "--recheck-ms", "0"};
+  Cluster c(options);
+  c.Admin(0, "PUT", "/v1/admin/queues/q", {{"rate", 1000}, {"capacity", 1000}});
+  const std::string submit = c.CreateToken({"submit"}, "acme");
+  const std::string work = c.CreateToken({"work"});
+  auto park = [&](int i) {
+    return std::async(std::launch::async, [&c, i, work] {
+      auto client = c[i].Client();
+      client->set_read_timeout(60, 0);
+      return Call(*client, "POST", "/v1/leases",
+                  {{"queues", {"q"}}, {"max_jobs", 1}, {"wait_ms", kLongWaitMs}}, Bearer(work));
+    });
+  };
+  auto parked = [&](int i) {
+    auto r = Call(*c[i].Client(), "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token()));
+    return r.status == 200 && r.body.value("waiting_leases", 0) == 1;
+  };
+  auto terminate_channels = [&] {
+    return c.QueryInt(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE application_name = 'sluice-channel'");
+  };
+  for (int round = 0; round < 2; ++round) {
+    // Round 0: the channels are cut while a long-poll is parked and just before the
+    // submit; round 1: they are back, and wake as before.
+    auto answer = park(1);
+    REQUIRE(Eventually([&] { return parked(1); }, std::chrono::seconds(10)));
+    if (round == 0) REQUIRE(terminate_channels() == 2);
+    const auto t0 = Clock::now();
+    auto sub =
+        Call(*c[0].Client(), "POST", "/v1/queues/q/jobs", {{"payload", round}}, Bearer(submit));
+    REQUIRE(sub.status == 202);
+    REQUIRE(answer.wait_for(std::chrono::seconds(50)) == std::future_status::ready);
+    HttpResult got = answer.get();
+    REQUIRE(got.status == 200);
+    REQUIRE(got.body["jobs"].size() == 1);
+    CHECK(got.body["jobs"][0]["id"] == sub.body["id"]);
+    CHECK(MillisSince(t0) < kWokenWellBefore);
+    REQUIRE(Call(*c[1].Client(), "POST",
+                 "/v1/jobs/" + sub.body["id"].get<std::string>() + "/complete",
+                 {{"lease_id", got.body["jobs"][0]["lease_id"]}}, Bearer(work))
+                .status == 200);
+    std::printf("channel %s: parked long-poll woken %.1f ms after the submit\n",
+                round == 0 ? "cut" : "back", MillisSince(t0));
+  }
+  // Both channels are back, and one of them holds the maintenance lock again.
+  REQUIRE(Eventually(
+      [&] {
+        // The maintenance lock's key, 0x736c756963650001, as pg_locks shows a bigint
+        // key: its high and low 32 bits.
+        return c.QueryInt(
+                   "SELECT count(*) FROM pg_stat_activity "
+                   "WHERE application_name = 'sluice-channel'") == 2 &&
+               c.QueryInt(
+                   "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+                   "granted AND classid = 1936487785 AND objid = 1667563521") == 1;
+      },
+      std::chrono::seconds(10)));
 }
 
 }  // namespace sluice::testing
