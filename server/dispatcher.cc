@@ -119,7 +119,8 @@ void Dispatcher::Pump() {
   const Micros after = clock_.Now();
   for (const auto& r : results) {
     if (!r.ok() || r.value().now == 0) continue;
-    store_offset_ = r.value().now - (now + (after - now) / 2);
+    // A store on this process's clock decided at exactly `now`: no offset at all.
+    store_offset_ = r.value().now == now ? 0 : r.value().now - (now + (after - now) / 2);
     break;
   }
 
