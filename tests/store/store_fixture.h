@@ -102,15 +102,21 @@ class StoreFixture {
     return r.value();
   }
 
-  // Submits and requires admission; returns the stored job.
-  JobRecord Admit(const std::string& queue, const std::string& tenant, int64_t cost = 1,
-                  const std::string& payload = "null") {
+  // A job with nothing but these set.
+  static NewJob Job(const std::string& queue, const std::string& tenant, int64_t cost = 1,
+                    const std::string& payload = "null") {
     NewJob j;
     j.queue = queue;
     j.tenant = tenant;
     j.cost = cost;
     j.payload = payload;
-    return Admit(j);
+    return j;
+  }
+
+  // Submits and requires admission; returns the stored job.
+  JobRecord Admit(const std::string& queue, const std::string& tenant, int64_t cost = 1,
+                  const std::string& payload = "null") {
+    return Admit(Job(queue, tenant, cost, payload));
   }
   JobRecord Admit(const NewJob& j) {
     SubmitOutcome out = Submit(j);

@@ -129,11 +129,11 @@ TEST_CASE("A full bucket answers queue_full and inserts nothing", "[store]") {
   StoreFixture f;
   f.PutQueue("export", MakePolicy(1000, 3));
   for (int i = 0; i < 3; ++i) f.Admit("export", "acme");
-  SubmitOutcome full = f.Submit(NewJob{"export", "acme", "null", 1, {}, {}, {}, {}, {}, {}, {}});
+  SubmitOutcome full = f.Submit(StoreFixture::Job("export", "acme", 1));
   CHECK(full.decision.outcome == AdmissionOutcome::kQueueFull);
   CHECK(full.decision.retry_after_s >= 1);
   CHECK_FALSE(full.job);
-  SubmitOutcome heavy = f.Submit(NewJob{"export", "acme", "null", 4, {}, {}, {}, {}, {}, {}, {}});
+  SubmitOutcome heavy = f.Submit(StoreFixture::Job("export", "acme", 4));
   CHECK(heavy.decision.outcome == AdmissionOutcome::kCostOverCapacity);
   CHECK_FALSE(heavy.job);
 
@@ -505,7 +505,7 @@ TEST_CASE("The queue's default_deadline_ms applies when a job gives none", "[sto
   // 1/s: a second job would start 1 s from now, before its 1.5 s deadline; a third
   // at 2 s would not, and is refused as deadline_unreachable.
   f.Admit("export", "acme");
-  SubmitOutcome third = f.Submit(NewJob{"export", "acme", "null", 1, {}, {}, {}, {}, {}, {}, {}});
+  SubmitOutcome third = f.Submit(StoreFixture::Job("export", "acme", 1));
   CHECK(third.decision.outcome == AdmissionOutcome::kDeadlineUnreachable);
   CHECK(third.decision.estimated_start == f.now() + 2 * kSecond);
   CHECK_FALSE(third.job);
