@@ -109,17 +109,12 @@ class Load {
     std::vector<Zombie> zombies;
     while (!workers_.stopping()) {
       Stale(conns, home, zombies);
-      auto r = conns[home]->Post("/v1/leases", request);
-      if (!r || r->status != 200) {
-        if (r && r->status != 503) {
-          ledger_.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
-        }
+      const auto jobs = LeasedJobs(ledger_, conns[home]->Post("/v1/leases", request));
+      if (!jobs) {
         Backoff(rng, 30);
         continue;
       }
-      const json jobs = r->body.value("jobs", json::array());
-      for (const json& job : jobs) ledger_.Leased(job.value("id", ""), LeaseOf(job));
-      for (const json& job : jobs) {
+      for (const json& job : *jobs) {
         const std::string id = job["id"], lease_id = job["lease_id"];
         // Now and then a worker dies holding a job: its lease must lapse and the job
         // come back; the old lease is tried once more later and must be refused.

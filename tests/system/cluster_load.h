@@ -28,6 +28,7 @@ using load::AddExample;
 using load::Backoff;
 using load::CompleteTally;
 using load::Crew;
+using load::LeasedJobs;
 using load::LeaseOf;
 using load::LeaseTally;
 using load::PollUntil;

@@ -166,17 +166,12 @@ class Load {
                                 {"wait_ms", 200},
                                 {"worker_id", "crash-worker-" + std::to_string(index)}};
     while (!workers_.stopping()) {
-      auto r = conn.Post("/v1/leases", lease_request);
-      if (!r || r->status != 200) {
-        if (r && r->status != 503) {
-          ledger_.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
-        }
+      const auto jobs = LeasedJobs(ledger_, conn.Post("/v1/leases", lease_request));
+      if (!jobs) {
         Backoff(rng, 25);
         continue;
       }
-      const json jobs = r->body.value("jobs", json::array());
-      for (const json& job : jobs) ledger_.Leased(job.value("id", ""), LeaseOf(job));
-      for (const json& job : jobs) Complete(conn, rng, job["id"], job["lease_id"]);
+      for (const json& job : *jobs) Complete(conn, rng, job["id"], job["lease_id"]);
     }
   }
 

@@ -226,6 +226,21 @@ class Ledger {
   int64_t completes_ = 0;                                      // guarded by mu_
 };
 
+// The jobs of a POST /v1/leases answer, each one's lease recorded in `ledger`; nullopt
+// when nothing was leased (an answer other than 200 or 503 is noted as an anomaly).
+template <typename Ack>
+std::optional<json> LeasedJobs(Ledger<Ack>& ledger, const std::optional<HttpResult>& r) {
+  if (!r || r->status != 200) {
+    if (r && r->status != 503) {
+      ledger.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
+    }
+    return std::nullopt;
+  }
+  json jobs = r->body.value("jobs", json::array());
+  for (const json& job : jobs) ledger.Leased(job.value("id", ""), LeaseOf(job));
+  return jobs;
+}
+
 // Threads started together that poll stopping() and end when it holds. Stop() (and the
 // destructor) raises it and joins them: declare a crew after what its threads use, so it
 // is destroyed first. Thread-safe.
