@@ -45,6 +45,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+# install_missing, bench_outputs, tree_rev, build_targets, kill_pids, remove_data_dirs;
+# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
+# require_pg_tools, start_postgres, stop_postgres, new_database, psql_do, pg_ticks,
+# wal_syncs, xacts
+source "$ROOT/bench/lib.sh"
 ROUNDS="${1:-${ROUNDS:-3}}"
 BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-20000}"
@@ -66,38 +71,20 @@ MAX_CONN=200
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 
 # ---- tools, build, pg-boss ------------------------------------------------------------
-need=()
-command -v curl >/dev/null || need+=(curl)
-command -v jq >/dev/null || need+=(jq)
-command -v node >/dev/null && command -v npm >/dev/null || need+=(nodejs npm)
-[ "$PROFILE" = 1 ] && ! command -v perf >/dev/null && need+=(linux-perf)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "==> installing: ${need[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
-fi
+tools=(curl jq node=nodejs npm)
+[ "$PROFILE" = 1 ] && tools+=(perf=linux-perf)
+install_missing "${tools[@]}"
 
-OUT=var/bench
-mkdir -p "$OUT"
-STAMP="$(date +%Y%m%d-%H%M%S)"
-PREFIX="$OUT/cluster-$STAMP"
-REV="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-[ -z "$(git status --porcelain -- . ':!bench' ':!docs' ':!README.md' 2>/dev/null)" ] || REV="$REV + uncommitted changes"
+bench_outputs cluster
+REV="$(tree_rev . ':!bench' ':!docs' ':!README.md')"
 
 echo "==> building sluiced and sluice-bench-e2e in $BUILD_DIR (working tree of $REV)"
-if ! scripts/setup.sh "$BUILD_DIR" sluiced sluice-bench-e2e >"$PREFIX-build.txt" 2>&1; then
-  tail -n 30 "$PREFIX-build.txt" >&2
-  echo "build failed (full log: $PREFIX-build.txt)" >&2
-  exit 1
-fi
+build_targets scripts/setup.sh "$BUILD_DIR" sluiced sluice-bench-e2e
 SLUICED="$ROOT/$BUILD_DIR/server/sluiced"
 E2E="$ROOT/$BUILD_DIR/bench/sluice-bench-e2e"
 PGBOSS_JS="$ROOT/bench/peers/pgboss-throughput.js"
 PGBOSS_DIR="$ROOT/var/peers/pgboss"
-for tool in initdb pg_ctl psql; do
-  [ -x "$PGBIN/$tool" ] || { echo "$PGBIN/$tool is missing: run scripts/setup.sh (postgresql)" >&2; exit 1; }
-done
+require_pg_tools
 if [ "$(cd "$PGBOSS_DIR" 2>/dev/null && node -p "require('pg-boss/package.json').version" 2>/dev/null)" != "$PGBOSS_VERSION" ]; then
   echo "==> installing pg-boss $PGBOSS_VERSION into ${PGBOSS_DIR#"$ROOT/"} (npm)"
   mkdir -p "$PGBOSS_DIR"
@@ -108,9 +95,6 @@ fi
 # ---- process handling ------------------------------------------------------------------
 PIDS=()
 DATA_DIRS=()
-# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; start_postgres, stop_postgres,
-# psql_do, pg_ticks, wal_syncs, xacts (PGDIR, PGPORT, PM_PID)
-source "$ROOT/bench/lib.sh"
 PG_LOGS=0
 save_pg_log() {
   [ -n "$PGDIR" ] || return 0
@@ -118,31 +102,19 @@ save_pg_log() {
   cp "$PGDIR/server.log" "$PREFIX-postgres-$PG_LOGS.log" 2>/dev/null || true
 }
 cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.2
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  kill_pids
   if [ -n "$PGDIR" ]; then
     stop_postgres keep
     save_pg_log
     [ "$KEEP_DATA" = 1 ] || rm -rf "$PGDIR"
   fi
-  if [ "$KEEP_DATA" != 1 ]; then
-    for p in "${DATA_DIRS[@]}"; do rm -rf "$p"; done
-  fi
+  remove_data_dirs
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 ADMIN="bench-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 HZ="$(getconf CLK_TCK)"
-NEXT_DB=0
-new_database() {  # creates a fresh database; sets PG_DB and PG_URI
-  NEXT_DB=$((NEXT_DB + 1))
-  PG_DB="bench_$NEXT_DB"
-  psql_do postgres "CREATE DATABASE $PG_DB TEMPLATE template0" >/dev/null
-  PG_URI="postgres://postgres@127.0.0.1:$PGPORT/$PG_DB"
-}
 
 busy_ticks() {  # busy clock ticks of the whole machine (all CPUs) so far
   awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat

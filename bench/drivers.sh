@@ -34,6 +34,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+# install_missing, bench_outputs, tree_rev, build_targets, kill_pids, remove_data_dirs;
+# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
+# require_pg_tools, start_postgres, stop_postgres, new_database, psql_do, pg_ticks,
+# wal_syncs, xacts
+source "$ROOT/bench/lib.sh"
 ROUNDS="${1:-${ROUNDS:-3}}"
 BUILD_DIR="${BUILD_DIR:-build}"
 DURATION="${DURATION:-10s}"
@@ -51,59 +56,32 @@ STATEMENTS="${STATEMENTS:-0}"
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 
 # ---- tools and build -----------------------------------------------------------------
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v sqlite3 >/dev/null || need+=(sqlite3)
-command -v curl >/dev/null || need+=(curl)
-command -v jq >/dev/null || need+=(jq)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "==> installing: ${need[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
-fi
+install_missing wrk sqlite3 curl jq
 
-OUT=var/bench
-mkdir -p "$OUT"
-STAMP="$(date +%Y%m%d-%H%M%S)"
-PREFIX="$OUT/drivers-$STAMP"
-REV="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-[ -z "$(git status --porcelain -- . ':!bench' ':!docs' ':!README.md' 2>/dev/null)" ] || REV="$REV + uncommitted changes"
+bench_outputs drivers
+REV="$(tree_rev . ':!bench' ':!docs' ':!README.md')"
 
 echo "==> building sluiced and sluice-bench-e2e in $BUILD_DIR (working tree of $REV)"
-if ! scripts/setup.sh "$BUILD_DIR" sluiced sluice-bench-e2e >"$PREFIX-build.txt" 2>&1; then
-  tail -n 30 "$PREFIX-build.txt" >&2
-  echo "build failed (full log: $PREFIX-build.txt)" >&2
-  exit 1
-fi
+build_targets scripts/setup.sh "$BUILD_DIR" sluiced sluice-bench-e2e
 SLUICED="$ROOT/$BUILD_DIR/server/sluiced"
 E2E="$ROOT/$BUILD_DIR/bench/sluice-bench-e2e"
 LUA="$ROOT/bench/intake.lua"
 DUR_S="${DURATION%s}"
 WRK_LIMIT=$((DUR_S + 30))  # hard bound on one wrk run
-for tool in initdb pg_ctl psql; do
-  [ -x "$PGBIN/$tool" ] || { echo "$PGBIN/$tool is missing: run scripts/setup.sh (postgresql)" >&2; exit 1; }
-done
+require_pg_tools
 
 # ---- process handling ------------------------------------------------------------------
 PIDS=()
 DATA_DIRS=()
-# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
-# start_postgres, stop_postgres, psql_do, pg_ticks, wal_syncs, xacts (PGDIR, PGPORT, PM_PID)
-source "$ROOT/bench/lib.sh"
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.2
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  kill_pids
   if [ -n "$PGDIR" ]; then
     stop_postgres keep
     # The server's log goes with the raw outputs; the cluster itself goes.
     cp "$PGDIR/server.log" "$PREFIX-postgres.log" 2>/dev/null || true
     [ "$KEEP_DATA" = 1 ] || rm -rf "$PGDIR"
   fi
-  if [ "$KEEP_DATA" != 1 ]; then
-    for d in "${DATA_DIRS[@]}"; do rm -rf "$d"; done
-  fi
+  remove_data_dirs
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -115,14 +93,8 @@ start_drivers_postgres() {
   start_postgres "$ROOT/$OUT" "${opts[@]}"
 }
 
-NEXT_DB=0
-new_database() {  # creates a fresh database; sets PG_DB (its name) and PG_URI
-  NEXT_DB=$((NEXT_DB + 1))
-  PG_DB="bench_$NEXT_DB"
-  psql_do postgres "CREATE DATABASE $PG_DB TEMPLATE template0" >/dev/null
-  if [ "$STATEMENTS" = 1 ]; then psql_do "$PG_DB" "CREATE EXTENSION pg_stat_statements" >/dev/null; fi
-  PG_URI="postgres://postgres@127.0.0.1:$PGPORT/$PG_DB"
-}
+DB_EXTENSIONS=()  # created in each new database
+[ "$STATEMENTS" = 1 ] && DB_EXTENSIONS=(pg_stat_statements)
 
 # Diagnosis mode: what the database's client backends are doing, sampled every 0.1 s
 # while a run lasts ("active IO:WALSync", "active Lock:advisory", "idle in transaction
@@ -157,7 +129,7 @@ run_intake() {  # run_intake <sqlite|postgres> <raw-output-file>
     db="$dir/sluice.db"
     args=(--db "$db")
   else
-    new_database
+    new_database "${DB_EXTENSIONS[@]}"
     db="$PG_URI"
     args=(--db "$db" --db-pool "$DB_POOL")
   fi
@@ -260,7 +232,7 @@ run_e2e() {  # run_e2e <sqlite|postgres> <raw-output-file>
   if [ "$driver" = sqlite ]; then
     args+=(--db "$dir/sluice.db")
   else
-    new_database
+    new_database "${DB_EXTENSIONS[@]}"
     args+=(--db "$PG_URI" --pg-pid "$PM_PID" "--server-arg=--db-pool" "--server-arg=$DB_POOL")
     w0="$(wal_syncs)"
     start_waits "$PG_DB" "$file.waits"

@@ -30,6 +30,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+# install_missing, bench_outputs, tree_rev, build_targets, kill_pids, remove_data_dirs;
+# stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
+# require_pg_tools, start_postgres, stop_postgres, new_database, psql_do, pg_ticks,
+# wal_syncs, xacts
+source "$ROOT/bench/lib.sh"
 ROUNDS="${1:-${ROUNDS:-3}}"
 BUILD_DIR="${BUILD_DIR:-build}"
 DURATION="${DURATION:-10s}"
@@ -43,29 +48,15 @@ TARGET_RATIO=0.6
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 
 # ---- tools -------------------------------------------------------------------------
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v sqlite3 >/dev/null || need+=(sqlite3)
-command -v curl >/dev/null || need+=(curl)
-command -v jq >/dev/null || need+=(jq)
-if [ ${#need[@]} -gt 0 ]; then
-  echo "==> installing: ${need[*]}"
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
-fi
+install_missing wrk sqlite3 curl jq
 
-OUT=var/bench
-mkdir -p "$OUT"
-STAMP="$(date +%Y%m%d-%H%M%S)"
-PREFIX="$OUT/intake-$STAMP"
+bench_outputs intake
 
 # The server under test: this working tree by default; BENCH_REV=<commit> builds that
 # commit instead, exported under var/bench/src-<commit> (with this tree's bench/ laid
 # over it), so a benchmark can run while the working tree is mid-edit.
 SRC="$ROOT"
-REV_NOTE="working tree of $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-[ -z "$(git status --porcelain -- . ':!bench' 2>/dev/null)" ] || REV_NOTE="$REV_NOTE + uncommitted changes"
+REV_NOTE="working tree of $(tree_rev . ':!bench')"
 if [ -n "${BENCH_REV:-}" ]; then
   commit="$(git rev-parse --verify "$BENCH_REV^{commit}")"
   SRC="$ROOT/$OUT/src-${commit:0:12}"
@@ -78,11 +69,7 @@ if [ -n "${BENCH_REV:-}" ]; then
   REV_NOTE="commit ${commit:0:12} (BENCH_REV=$BENCH_REV)"
 fi
 echo "==> building sluiced, httplib-hello and durable-floor in ${SRC#"$ROOT/"}/$BUILD_DIR ($REV_NOTE)"
-if ! "$SRC/scripts/setup.sh" "$BUILD_DIR" sluiced httplib-hello durable-floor >"$PREFIX-build.txt" 2>&1; then
-  tail -n 30 "$PREFIX-build.txt" >&2
-  echo "build failed (full log: $PREFIX-build.txt)" >&2
-  exit 1
-fi
+build_targets "$SRC/scripts/setup.sh" "$BUILD_DIR" sluiced httplib-hello durable-floor
 SLUICED="$SRC/$BUILD_DIR/server/sluiced"
 HELLO="$SRC/$BUILD_DIR/bench/httplib-hello"
 FLOOR="$SRC/$BUILD_DIR/bench/durable-floor"
@@ -98,18 +85,11 @@ fi
 PIDS=()
 DATA_DIRS=()
 cleanup() {
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  sleep 0.2
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  if [ "$KEEP_DATA" != 1 ]; then
-    for d in "${DATA_DIRS[@]}"; do rm -rf "$d"; done
-  fi
+  kill_pids
+  remove_data_dirs
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# stop_pid, forget_pid, cpu_ticks
-source "$ROOT/bench/lib.sh"
 
 alive() {  # the process runs (a zombie, dead but not yet reaped, does not count)
   kill -0 "$1" 2>/dev/null && ! awk '{exit !($3 == "Z")}' "/proc/$1/stat" 2>/dev/null

@@ -1,7 +1,70 @@
 # shellcheck shell=bash
 # Shell helpers the benchmark scripts share (sourced by bench/intake.sh, bench/drivers.sh
-# and bench/cluster.sh): stopping the processes a run started, their CPU time, and a
-# private PostgreSQL cluster. The caller keeps the pids it started in the array PIDS.
+# and bench/cluster.sh, from the repository's root): a run's tools, outputs and build,
+# stopping the processes a run started, their CPU time, and a private PostgreSQL
+# cluster. The caller keeps the pids it started in the array PIDS and the data
+# directories to remove at exit in DATA_DIRS (kept when KEEP_DATA=1).
+
+# ---- a run's tools, outputs and build ---------------------------------------------------
+# install_missing <command>[=<package>] ...: installs with apt-get (through sudo unless
+# root) the package of each command that is not on PATH (by default the command's name).
+install_missing() {
+  local spec sudo="" need=()
+  for spec in "$@"; do
+    command -v "${spec%%=*}" >/dev/null || need+=("${spec#*=}")
+  done
+  [ ${#need[@]} -gt 0 ] || return 0
+  echo "==> installing: ${need[*]}"
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# bench_outputs <name>: sets OUT (var/bench, made if missing), STAMP and PREFIX, the
+# start of this run's raw output files (var/bench/<name>-<stamp>).
+bench_outputs() {
+  OUT=var/bench
+  mkdir -p "$OUT"
+  STAMP="$(date +%Y%m%d-%H%M%S)"
+  PREFIX="$OUT/$1-$STAMP"
+}
+
+# tree_rev [pathspec ...]: HEAD's short hash, with " + uncommitted changes" when the
+# working tree differs from it in the paths given (git status pathspecs).
+tree_rev() {
+  local rev
+  rev="$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  [ -z "$(git status --porcelain -- "$@" 2>/dev/null)" ] || rev="$rev + uncommitted changes"
+  echo "$rev"
+}
+
+# build_targets <setup.sh> <build dir> <target ...>: builds the targets with that
+# scripts/setup.sh into $PREFIX-build.txt; on failure shows its tail and exits.
+build_targets() {
+  if ! "$@" >"$PREFIX-build.txt" 2>&1; then
+    tail -n 30 "$PREFIX-build.txt" >&2
+    echo "build failed (full log: $PREFIX-build.txt)" >&2
+    exit 1
+  fi
+}
+
+# Kills every pid in PIDS (SIGTERM, then SIGKILL 0.2 s later), for the exit trap.
+kill_pids() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.2
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+# Removes every directory in DATA_DIRS unless KEEP_DATA=1, for the exit trap.
+remove_data_dirs() {
+  local d
+  if [ "${KEEP_DATA:-0}" != 1 ]; then
+    for d in "${DATA_DIRS[@]}"; do rm -rf "$d"; done
+  fi
+}
+
+# ---- processes ----------------------------------------------------------------------------
 
 # Stops one process we started: SIGTERM, then SIGKILL after $2 seconds (default 20).
 stop_pid() {
@@ -37,6 +100,13 @@ ticks_us_per_job() {  # ticks_us_per_job <ticks> <jobs>: CPU microseconds per jo
 PGDIR="" PGPORT="" PM_PID=""
 AS_PG=()  # how server commands run: as the postgres user when we are root (NOTES.md)
 [ "$(id -u)" -eq 0 ] && AS_PG=(runuser -u postgres --)
+
+require_pg_tools() {  # exits unless PGBIN has initdb, pg_ctl and psql
+  local tool
+  for tool in initdb pg_ctl psql; do
+    [ -x "$PGBIN/$tool" ] || { echo "$PGBIN/$tool is missing: run scripts/setup.sh (postgresql)" >&2; exit 1; }
+  done
+}
 
 psql_do() {  # psql_do <database> <sql>: prints the result, unaligned, tuples only
   "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$1" -c "$2"
@@ -82,6 +152,20 @@ stop_postgres() {
       "${AS_PG[@]}" "$PGBIN/pg_ctl" stop -D "$PGDIR/data" -m immediate -w >/dev/null 2>&1 || true
   fi
   [ "${1:-}" = keep ] || rm -rf "$PGDIR"
+}
+
+# new_database [extension ...]: creates a fresh database (bench_1, bench_2, ...) in the
+# cluster, with those extensions; sets PG_DB (its name) and PG_URI.
+NEXT_DB=0
+# shellcheck disable=SC2120  # the extensions are optional
+new_database() {
+  local ext
+  NEXT_DB=$((NEXT_DB + 1))
+  PG_DB="bench_$NEXT_DB"
+  psql_do postgres "CREATE DATABASE $PG_DB TEMPLATE template0" >/dev/null
+  for ext in "$@"; do psql_do "$PG_DB" "CREATE EXTENSION $ext" >/dev/null; done
+  # shellcheck disable=SC2034  # for the caller
+  PG_URI="postgres://postgres@127.0.0.1:$PGPORT/$PG_DB"
 }
 
 # CPU clock ticks the cluster has spent: the postmaster with the children it reaped

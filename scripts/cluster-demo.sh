@@ -24,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+source scripts/lib.sh
 DURATION="${1:-40}"
 KILL_AT="${KILL_AT:-15}"
 DRAIN_S="${DRAIN_S:-120}"
@@ -136,12 +137,7 @@ haproxy_status() {  # s1=UP s2=DOWN ...
 }
 
 admin() { curl -sf --max-time 5 -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN" "$@"; }
-token() { admin -X POST "$URL/v1/admin/tokens" -d "$1" | jq -r .token; }
-WORK=$(token '{"scopes":["work"]}')
-export SLUICE_TOKEN_ACME SLUICE_TOKEN_GLOBEX SLUICE_TOKEN_INITECH
-SLUICE_TOKEN_ACME=$(token '{"scopes":["submit"],"tenant":"acme"}')
-SLUICE_TOKEN_GLOBEX=$(token '{"scopes":["submit"],"tenant":"globex"}')
-SLUICE_TOKEN_INITECH=$(token '{"scopes":["submit"],"tenant":"initech"}')
+demo_tokens  # WORK, SLUICE_TOKEN_ACME, _GLOBEX, _INITECH
 echo "==> policy of report-export (the same for every instance: it is in the database):"
 admin "$URL/v1/admin/queues/report-export" |
   jq -c '{rate, capacity, max_inflight, max_inflight_per_tenant, lease_ms, tenants}'

@@ -8,6 +8,7 @@
 # Usage: scripts/demo.sh [seconds]   (default 30; Ctrl-C stops it early)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 DURATION="${1:-30}"
 BUILD_DIR="${BUILD_DIR:-build}"
 scripts/setup.sh "$BUILD_DIR" sluiced sluice-worker sluice-report-worker sluice-submit
@@ -40,13 +41,7 @@ URL="http://127.0.0.1:$(cat "$DATA/port")"
 echo "==> sluiced on $URL (database $DATA/sluice.db, log $DATA/sluiced.log)"
 
 admin() { curl -sf -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN" "$@"; }
-token() { admin -X POST "$URL/v1/admin/tokens" -d "$1" | jq -r .token; }
-WORK=$(token '{"scopes":["work"]}')
-# Tokens travel in the environment, never on a command line.
-export SLUICE_TOKEN_ACME SLUICE_TOKEN_GLOBEX SLUICE_TOKEN_INITECH
-SLUICE_TOKEN_ACME=$(token '{"scopes":["submit"],"tenant":"acme"}')
-SLUICE_TOKEN_GLOBEX=$(token '{"scopes":["submit"],"tenant":"globex"}')
-SLUICE_TOKEN_INITECH=$(token '{"scopes":["submit"],"tenant":"initech"}')
+demo_tokens  # WORK, SLUICE_TOKEN_ACME, _GLOBEX, _INITECH
 echo "==> policy of report-export (rate and capacity in cost units; a report costs 1 + rows/20):"
 admin "$URL/v1/admin/queues/report-export" |
   jq -c '{rate, capacity, max_inflight, max_inflight_per_tenant, tenants}'

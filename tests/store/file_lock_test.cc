@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "store/sqlite/sqlite_store.h"
@@ -18,6 +16,8 @@
 namespace sluice {
 namespace {
 
+using testing::FileExists;
+using testing::ReadFile;
 using testing::TempDir;
 
 Result<std::unique_ptr<SqliteStore>> OpenAt(const std::string& path) {
@@ -31,18 +31,6 @@ std::unique_ptr<SqliteStore> MustOpen(const std::string& path) {
   INFO((opened.ok() ? std::string() : opened.error().detail));
   REQUIRE(opened.ok());
   return std::move(opened.value());
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
 }
 
 QueuePolicy Policy() {
@@ -102,13 +90,13 @@ TEST_CASE("a store refused by the lock creates no database file", "[sqlite]") {
   auto refused = OpenAt(path);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == ErrorCode::kConflict);
-  CHECK_FALSE(Exists(path));
-  CHECK_FALSE(Exists(path + "-wal"));
-  CHECK_FALSE(Exists(path + "-shm"));
+  CHECK_FALSE(FileExists(path));
+  CHECK_FALSE(FileExists(path + "-wal"));
+  CHECK_FALSE(FileExists(path + "-shm"));
 
   held.value().reset();
   MustOpen(path);
-  CHECK(Exists(path));
+  CHECK(FileExists(path));
 }
 
 TEST_CASE("the lock file names its holder and is the same for every spelling of the file",
@@ -147,7 +135,7 @@ TEST_CASE("the lock file names its holder and is the same for every spelling of 
   // Released, the lock file stays (removing it could let two holders lock two files of
   // one name) and names nobody.
   store.reset();
-  CHECK(Exists(lock_path));
+  CHECK(FileExists(lock_path));
   CHECK(ReadFile(lock_path).empty());
 }
 

@@ -38,60 +38,30 @@ constexpr int kSubmitters = 3;
 constexpr int kWorkersPerInstance = 2;
 constexpr int64_t kMaxSubmitsPerThread = 2000;
 
-// A lease with the server's times (the database's clock) for the overlap check.
-struct ServerLease {
-  std::string lease_id;
-  int64_t attempt = 0;
-  Micros leased_at = -1;
-  Micros expires_at = -1;
-};
-
-Micros TimeField(const json& j, const char* name) {
-  if (!j.contains(name) || !j[name].is_string()) return -1;
-  return ParseRfc3339(j[name].get<std::string>()).value_or(-1);
-}
-
-void Backoff(std::mt19937_64& rng) {
-  std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(5, 30)(rng)));
-}
-
-// Submitters that move to the next instance when one does not answer, and workers bound
-// to one instance each that complete through any instance. Stopped by the destructor.
+// The crash queue, submitters that move to the next instance when one does not answer,
+// and workers bound to one instance each that complete through any instance. Stopped by
+// the destructor.
 class Load {
  public:
-  Load(Cluster& cluster, Ledger& ledger, uint64_t seed, std::string submit, std::string work)
-      : cluster_(cluster), ledger_(ledger), submit_(std::move(submit)), work_(std::move(work)) {
+  Load(Cluster& cluster, Ledger& ledger, uint64_t seed) : cluster_(cluster), ledger_(ledger) {
+    cluster.Admin(0, "PUT", std::string("/v1/admin/queues/") + kQueue,
+                  {{"rate", 2000},
+                   {"capacity", 100000},
+                   {"burst", 100},
+                   {"lease_ms", kLeaseMs},
+                   {"max_attempts", 100}});
+    submit_ = cluster.CreateToken({"submit"}, "crash");
+    work_ = cluster.CreateToken({"work"});
     for (int i = 0; i < kSubmitters; ++i) {
-      submitters_.emplace_back(
-          [this, seed, i] { Submitter(seed * 31 + static_cast<uint64_t>(i), i); });
+      submitters_.Spawn([this, seed, i] { Submitter(seed * 31 + static_cast<uint64_t>(i), i); });
     }
     for (int i = 0; i < cluster.size() * kWorkersPerInstance; ++i) {
-      workers_.emplace_back([this, seed, i] { Worker(seed * 37 + static_cast<uint64_t>(i), i); });
+      workers_.Spawn([this, seed, i] { Worker(seed * 37 + static_cast<uint64_t>(i), i); });
     }
   }
-  ~Load() {
-    StopSubmitters();
-    StopWorkers();
-  }
-  Load(const Load&) = delete;
-  Load& operator=(const Load&) = delete;
 
-  void StopSubmitters() {
-    stop_submitters_ = true;
-    for (auto& t : submitters_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  void StopWorkers() {
-    stop_workers_ = true;
-    for (auto& t : workers_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  std::map<std::string, std::vector<ServerLease>> leases() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return leases_;
-  }
+  void StopSubmitters() { submitters_.Stop(); }
+  void StopWorkers() { workers_.Stop(); }
 
  private:
   std::vector<std::unique_ptr<InstanceConn>> Conns(const std::string& token) {
@@ -107,7 +77,7 @@ class Load {
     auto conns = Conns(submit_);
     size_t at = static_cast<size_t>(index) % conns.size();
     const std::string path = std::string("/v1/queues/") + kQueue + "/jobs";
-    for (int64_t n = 0; n < kMaxSubmitsPerThread && !stop_submitters_;) {
+    for (int64_t n = 0; n < kMaxSubmitsPerThread && !submitters_.stopping();) {
       auto r = conns[at]->Post(path, {{"payload", {{"s", index}, {"n", n}}}});
       if (r && r->status == 202) {
         ledger_.Acknowledged(r->body.value("id", ""), "crash");
@@ -124,7 +94,7 @@ class Load {
         ++n;
       }
       at = (at + 1) % conns.size();  // the retry goes to another instance
-      Backoff(rng);
+      Backoff(rng, 30);
     }
   }
 
@@ -137,27 +107,14 @@ class Load {
                           {"wait_ms", 300},
                           {"worker_id", "cw-" + std::to_string(index)}};
     std::vector<Zombie> zombies;
-    while (!stop_workers_) {
+    while (!workers_.stopping()) {
       Stale(conns, home, zombies);
-      auto r = conns[home]->Post("/v1/leases", request);
-      if (!r || r->status != 200) {
-        if (r && r->status != 503) {
-          ledger_.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
-        }
-        Backoff(rng);
+      const auto jobs = LeasedJobs(ledger_, conns[home]->Post("/v1/leases", request));
+      if (!jobs) {
+        Backoff(rng, 30);
         continue;
       }
-      const json jobs = r->body.value("jobs", json::array());
-      for (const json& job : jobs) {
-        ServerLease l;
-        l.lease_id = job.value("lease_id", "");
-        l.attempt = job.value("attempt", int64_t{0});
-        l.leased_at = TimeField(job, "leased_at");
-        l.expires_at = TimeField(job, "lease_expires_at");
-        std::lock_guard<std::mutex> lock(mu_);
-        leases_[job.value("id", "")].push_back(l);
-      }
-      for (const json& job : jobs) {
+      for (const json& job : *jobs) {
         const std::string id = job["id"], lease_id = job["lease_id"];
         // Now and then a worker dies holding a job: its lease must lapse and the job
         // come back; the old lease is tried once more later and must be refused.
@@ -214,7 +171,7 @@ class Load {
                 const std::string& id, const std::string& lease_id) {
     const auto give_up = SteadyClock::now() + milliseconds(kLeaseMs + 500);
     const std::string path = "/v1/jobs/" + id + "/complete";
-    while (!stop_workers_) {
+    while (!workers_.stopping()) {
       auto r = conns[at]->Post(path, {{"lease_id", lease_id}, {"result", {{"ok", true}}}});
       if (r && r->status == 200) {
         ledger_.Completed(id, lease_id);
@@ -238,37 +195,19 @@ class Load {
       }
       ledger_.Count("complete retried");
       if (!r) at = (at + 1) % conns.size();
-      Backoff(rng);
+      Backoff(rng, 30);
     }
     return true;
   }
 
   Cluster& cluster_;
   Ledger& ledger_;
-  const std::string submit_;
-  const std::string work_;
-  std::atomic<bool> stop_submitters_{false};
-  std::atomic<bool> stop_workers_{false};
-  std::vector<std::thread> submitters_;
-  std::vector<std::thread> workers_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<ServerLease>> leases_;  // job id → leases; guarded by mu_
+  std::string submit_;  // tokens, set before the threads start
+  std::string work_;
+  // Last, so that they stop (submitters first) before the rest goes.
+  Crew workers_;
+  Crew submitters_;
 };
-
-uint64_t Seed() {
-  if (const char* s = std::getenv("SLUICE_CRASH_SEED")) return std::strtoull(s, nullptr, 10);
-  std::random_device rd;
-  return (uint64_t{rd()} << 32) | rd();
-}
-
-void SetUpQueue(Cluster& cluster) {
-  cluster.Admin(0, "PUT", std::string("/v1/admin/queues/") + kQueue,
-                {{"rate", 2000},
-                 {"capacity", 100000},
-                 {"burst", 100},
-                 {"lease_ms", kLeaseMs},
-                 {"max_attempts", 100}});
-}
 
 // Awaits progress on both sides: more 202s and more completes than now.
 bool AwaitProgress(const Ledger& ledger, SteadyClock::duration timeout) {
@@ -306,8 +245,7 @@ void DrainAndCheck(const char* title, Cluster& cluster, Ledger& ledger, Load& lo
   }
   const auto acked = ledger.acked();
   const auto completed = ledger.completed();
-  int64_t lost = 0, not_succeeded = 0, acked_not_completed = 0, completed_twice = 0,
-          two_lease_completes = 0, completes = 0;
+  int64_t lost = 0, not_succeeded = 0, acked_not_completed = 0;
   std::vector<std::string> examples;
   for (const auto& [id, tenant] : acked) {
     auto it = stored.find(id);
@@ -320,33 +258,17 @@ void DrainAndCheck(const char* title, Cluster& cluster, Ledger& ledger, Load& lo
     }
     if (!completed.count(id)) ++acked_not_completed;
   }
-  for (const auto& [id, leases] : completed) {
-    completes += static_cast<int64_t>(leases.size());
-    if (leases.size() > 1) {
-      ++completed_twice;
-      if (std::set<std::string>(leases.begin(), leases.end()).size() > 1) ++two_lease_completes;
-      if (examples.size() < 5) examples.push_back("completed twice: " + id);
-    }
-  }
+  const CompleteTally done = TallyCompletes(completed, examples);
+  const int64_t completes = done.completes, completed_twice = done.completed_twice,
+                two_lease_completes = done.two_lease_completes;
   // No job held by two live leases: each lease starts once the one before has run out.
-  int64_t overlaps = 0, grants = 0, leased_again = 0;
-  for (auto [id, list] : load.leases()) {
-    grants += static_cast<int64_t>(list.size());
-    if (list.size() > 1) ++leased_again;
-    std::sort(list.begin(), list.end(),
-              [](const ServerLease& a, const ServerLease& b) { return a.leased_at < b.leased_at; });
-    for (size_t i = 1; i < list.size(); ++i) {
-      if (list[i].leased_at < list[i - 1].expires_at || list[i].lease_id == list[i - 1].lease_id ||
-          list[i].attempt <= list[i - 1].attempt) {
-        ++overlaps;
-        if (examples.size() < 5) {
-          examples.push_back(
-              "two live leases on " + id + ": attempt " + std::to_string(list[i - 1].attempt) +
-              " until " + FormatRfc3339(list[i - 1].expires_at) + ", attempt " +
-              std::to_string(list[i].attempt) + " from " + FormatRfc3339(list[i].leased_at));
-        }
-      }
-    }
+  const LeaseTally leased = TallyLeases(ledger.leases());
+  const auto overlaps = static_cast<int64_t>(leased.overlaps.size());
+  for (const auto& [id, earlier, later] : leased.overlaps) {
+    AddExample(examples,
+               "two live leases on " + id + ": attempt " + std::to_string(earlier.attempt) +
+                   " until " + FormatRfc3339(earlier.expires_at) + ", attempt " +
+                   std::to_string(later.attempt) + " from " + FormatRfc3339(later.leased_at));
   }
   const int64_t stored_not_acked =
       static_cast<int64_t>(stored.size()) - static_cast<int64_t>(acked.size()) + lost;
@@ -361,8 +283,8 @@ void DrainAndCheck(const char* title, Cluster& cluster, Ledger& ledger, Load& lo
       {"acked, never completed", acked_not_completed},
       {"completed twice", completed_twice},
       {"completed under two leases", two_lease_completes},
-      {"leases received", grants},
-      {"jobs leased again", leased_again},
+      {"leases received", leased.grants},
+      {"jobs leased again", leased.leased_again},
       {"overlapping leases", overlaps},
       {"complete 409 lease_lost", ledger.count("complete 409 lease_lost")},
       {"lease abandoned by worker", ledger.count("lease abandoned by worker")},
@@ -404,7 +326,7 @@ void DrainAndCheck(const char* title, Cluster& cluster, Ledger& ledger, Load& lo
 TEST_CASE("cluster crash: SIGKILL of random instances loses no acknowledged job",
           "[cluster][postgres][crash]") {
   const auto started = SteadyClock::now();
-  const uint64_t seed = Seed();
+  const uint64_t seed = SeedFromEnvironmentOrRandom();
   std::printf("cluster crash test seed %llu (rerun with SLUICE_CRASH_SEED=%llu)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   std::fflush(stdout);
@@ -413,11 +335,8 @@ TEST_CASE("cluster crash: SIGKILL of random instances loses no acknowledged job"
   ClusterOptions options;
   options.extra_args = {"--db-pool", "4"};
   Cluster cluster(options);
-  SetUpQueue(cluster);
-  const std::string submit = cluster.CreateToken({"submit"}, "crash");
-  const std::string work = cluster.CreateToken({"work"});
   Ledger ledger;
-  Load load(cluster, ledger, seed, submit, work);
+  Load load(cluster, ledger, seed);
 
   constexpr int kKills = 10;
   int kills = 0, same_port = 0;
@@ -451,18 +370,15 @@ TEST_CASE("cluster crash: SIGKILL of random instances loses no acknowledged job"
 TEST_CASE("cluster crash: PostgreSQL stopped immediately under load loses no acknowledged job",
           "[cluster][postgres][crash]") {
   const auto started = SteadyClock::now();
-  const uint64_t seed = Seed();
+  const uint64_t seed = SeedFromEnvironmentOrRandom();
   std::printf("cluster outage test seed %llu\n", static_cast<unsigned long long>(seed));
   PgServer pg;  // its own server: the shared one stays up
   ClusterOptions options;
   options.pg = &pg;
   options.extra_args = {"--db-pool", "4"};
   Cluster cluster(options);
-  SetUpQueue(cluster);
-  const std::string submit = cluster.CreateToken({"submit"}, "crash");
-  const std::string work = cluster.CreateToken({"work"});
   Ledger ledger;
-  Load load(cluster, ledger, seed, submit, work);
+  Load load(cluster, ledger, seed);
 
   // A good amount of work before, and after, the outage.
   REQUIRE(PollUntil([&] { return ledger.acked_count() >= 150 && ledger.complete_count() >= 100; },

@@ -142,20 +142,12 @@ class Workers {
         hold_max_ms_(hold_max_ms) {
     for (int i = 0; i < cluster.size(); ++i) {
       for (int k = 0; k < per_instance; ++k) {
-        threads_.emplace_back([this, i, k] { Run(i, k); });
+        threads_.Spawn([this, i, k] { Run(i, k); });
       }
     }
   }
-  ~Workers() { Stop(); }
-  Workers(const Workers&) = delete;
-  Workers& operator=(const Workers&) = delete;
 
-  void Stop() {
-    stop_ = true;
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
+  void Stop() { threads_.Stop(); }
 
  private:
   void Run(int instance, int k) {
@@ -165,7 +157,7 @@ class Workers {
                           {"max_jobs", 1},
                           {"wait_ms", 500},
                           {"worker_id", "w" + std::to_string(instance) + "-" + std::to_string(k)}};
-    while (!stop_) {
+    while (!threads_.stopping()) {
       const auto asked = SteadyClock::now();
       auto r = conn.Post("/v1/leases", request);
       if (!r || r->status != 200) {
@@ -228,8 +220,7 @@ class Workers {
   Ledger& ledger_;
   const int hold_min_ms_;
   const int hold_max_ms_;
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
+  Crew threads_;  // last: stopped before the rest goes
 };
 
 // Per job: how many leases workers got and how many completes were answered 200.
@@ -259,6 +250,28 @@ std::map<std::string, std::string> SubmitTokens(Cluster& cluster,
   std::map<std::string, std::string> tokens;
   for (const auto& t : tenants) tokens[t] = cluster.CreateToken({"submit"}, t);
   return tokens;
+}
+
+// A queue whose tenant buckets run at `rate`/s with `burst`; long leases, one attempt.
+void PutPacedQueue(Cluster& cluster, const std::string& queue, double rate, double burst) {
+  cluster.Admin(0, "PUT", "/v1/admin/queues/" + queue,
+                {{"rate", static_cast<int>(rate)},
+                 {"burst", static_cast<int>(burst)},
+                 {"capacity", 10000},
+                 {"lease_ms", 30000},
+                 {"max_attempts", 1}});
+}
+
+// Submits `per_tenant` jobs for each tenant in `tokens` while two workers on each
+// instance (holding a job up to 10 ms) drain them; true when all completed within
+// `timeout`. The workers are stopped on return.
+bool SubmitAndDrain(Cluster& cluster, const std::string& queue,
+                    const std::map<std::string, std::string>& tokens, const std::string& work,
+                    int per_tenant, Ledger& ledger, SteadyClock::duration timeout) {
+  Workers workers(cluster, work, queue, 2, ledger, 0, 10);
+  SubmitAll(cluster, queue, tokens, per_tenant, ledger);
+  const int64_t total = per_tenant * static_cast<int64_t>(tokens.size());
+  return PollUntil([&] { return ledger.complete_count() >= total; }, timeout);
 }
 
 void PrintAnomalies(const Ledger& ledger) {
@@ -328,21 +341,12 @@ TEST_CASE("cluster: the rate of each bucket holds across three instances", "[clu
   const std::vector<std::string> tenants = {"t1", "t2", "t3"};
   const auto started = SteadyClock::now();
   Cluster cluster;
-  cluster.Admin(0, "PUT", "/v1/admin/queues/paced",
-                {{"rate", static_cast<int>(kRate)},
-                 {"burst", static_cast<int>(kBurst)},
-                 {"capacity", 10000},
-                 {"lease_ms", 30000},
-                 {"max_attempts", 1}});
+  PutPacedQueue(cluster, "paced", kRate, kBurst);
   const auto tokens = SubmitTokens(cluster, tenants);
   const std::string work = cluster.CreateToken({"work"});
   Ledger ledger;
-  {
-    Workers workers(cluster, work, "paced", 2, ledger, 0, 10);
-    SubmitAll(cluster, "paced", tokens, kPerTenant, ledger);
-    const int64_t total = kPerTenant * static_cast<int64_t>(tenants.size());
-    CHECK(PollUntil([&] { return ledger.complete_count() >= total; }, std::chrono::seconds(30)));
-  }
+  CHECK(
+      SubmitAndDrain(cluster, "paced", tokens, work, kPerTenant, ledger, std::chrono::seconds(30)));
   const LeaseTally tally = Tally(ledger);
   const auto releases = ReleasesByTenant(cluster, "paced");
   std::printf("cluster rate (%.0f/s, burst %.0f, %zu tenants x %d jobs, 3 instances):\n", kRate,
@@ -644,25 +648,15 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   ClusterOptions options;
   options.env = {{1, FaketimeEnv("+7s")}, {2, FaketimeEnv("-5s")}};
   Cluster cluster(options);
-  cluster.Admin(0, "PUT", "/v1/admin/queues/skew",
-                {{"rate", static_cast<int>(kRate)},
-                 {"burst", static_cast<int>(kBurst)},
-                 {"capacity", 10000},
-                 {"lease_ms", 30000},
-                 {"max_attempts", 1}});
+  PutPacedQueue(cluster, "skew", kRate, kBurst);
   const auto tokens = SubmitTokens(cluster, tenants);
   const std::string work = cluster.CreateToken({"work"});
   std::vector<double> cpu_before;
   for (int i = 0; i < cluster.size(); ++i) cpu_before.push_back(cluster[i].CpuSeconds());
   Ledger ledger;
   const auto run_start = SteadyClock::now();
-  bool drained = false;
-  {
-    Workers workers(cluster, work, "skew", 2, ledger, 0, 10);
-    SubmitAll(cluster, "skew", tokens, kPerTenant, ledger);
-    const int64_t total = kPerTenant * static_cast<int64_t>(tenants.size());
-    drained = PollUntil([&] { return ledger.complete_count() >= total; }, std::chrono::seconds(20));
-  }
+  const bool drained =
+      SubmitAndDrain(cluster, "skew", tokens, work, kPerTenant, ledger, std::chrono::seconds(20));
   const double run_s = std::chrono::duration<double>(SteadyClock::now() - run_start).count();
   std::map<int, int> by_instance;
   std::map<int, int64_t> max_delay_us;

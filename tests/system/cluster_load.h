@@ -1,6 +1,6 @@
 // Clients for the cluster tests (cluster_limits_test.cc, cluster_crash_test.cc): a
 // connection to one instance of a testutil/cluster.h Cluster that follows its restarts,
-// and a ledger of what submitters and workers saw.
+// and a ledger of what submitters and workers saw (on load.h's).
 #pragma once
 
 #include <httplib.h>
@@ -18,11 +18,25 @@
 #include <utility>
 #include <vector>
 
+#include "tests/system/load.h"
 #include "tests/testutil/cluster.h"
 #include "tests/testutil/server_process.h"
 
 namespace sluice::testing::cluster_load {
 
+using load::AddExample;
+using load::Backoff;
+using load::CompleteTally;
+using load::Crew;
+using load::LeasedJobs;
+using load::LeaseOf;
+using load::LeaseTally;
+using load::PollUntil;
+using load::SeedFromEnvironmentOrRandom;
+using load::ServerLease;
+using load::TallyCompletes;
+using load::TallyLeases;
+using load::TimeField;
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -31,39 +45,12 @@ using SteadyClock = std::chrono::steady_clock;
 class InstanceConn {
  public:
   InstanceConn(const ClusterInstance& instance, std::string token, int read_timeout_s = 10)
-      : instance_(instance), token_(std::move(token)), read_timeout_s_(read_timeout_s) {}
+      : instance_(instance), client_(std::move(token), read_timeout_s) {}
 
   // nullopt when the instance is down or the request got no answer.
   std::optional<HttpResult> Send(const std::string& method, const std::string& path,
                                  const json& body = nullptr) {
-    auto [port, generation] = instance_.endpoint();
-    if (port == 0) return std::nullopt;
-    if (!client_ || generation != generation_) {
-      client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
-      client_->set_tcp_nodelay(true);
-      client_->set_keep_alive(true);
-      client_->set_connection_timeout(1, 0);
-      client_->set_read_timeout(read_timeout_s_, 0);
-      client_->set_write_timeout(5, 0);
-      client_->set_bearer_token_auth(token_.c_str());
-      generation_ = generation;
-    }
-    httplib::Result res(nullptr, httplib::Error::Unknown);
-    if (method == "GET") {
-      res = client_->Get(path.c_str());
-    } else {
-      res = client_->Post(path.c_str(), body.is_null() ? "" : body.dump(), "application/json");
-    }
-    if (!res) {
-      client_.reset();
-      return std::nullopt;
-    }
-    HttpResult out;
-    out.status = res->status;
-    out.headers = res->headers;
-    out.body = json::parse(res->body, nullptr, false);
-    if (out.body.is_discarded()) out.body = res->body;
-    return out;
+    return client_.Send(instance_.endpoint(), method, path, body);
   }
   std::optional<HttpResult> Post(const std::string& path, const json& body) {
     return Send("POST", path, body);
@@ -71,10 +58,7 @@ class InstanceConn {
 
  private:
   const ClusterInstance& instance_;
-  const std::string token_;
-  const int read_timeout_s_;
-  std::unique_ptr<httplib::Client> client_;
-  int64_t generation_ = -1;
+  load::FollowingClient client_;
 };
 
 // One lease a worker received, with the worker's own view of when it held it: from the
@@ -93,88 +77,22 @@ struct Grant {
   int64_t handout_delay_us = -1;
 };
 
-// What clients saw. Thread-safe.
-class Ledger {
+// What clients saw (acknowledged jobs map to their tenant), and the grants with the
+// worker's own times. Thread-safe.
+class Ledger : public load::Ledger<std::string> {
  public:
-  void Acknowledged(const std::string& id, const std::string& tenant) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!acked_.emplace(id, tenant).second) Anomaly("job id acknowledged twice: " + id, lock);
-  }
   void Granted(Grant g) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(grants_mu_);
     grants_.push_back(std::move(g));
   }
-  void Completed(const std::string& id, const std::string& lease_id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    completed_[id].push_back(lease_id);
-    ++completes_;
-  }
-  void Count(const std::string& what, int64_t n = 1) {
-    std::lock_guard<std::mutex> lock(mu_);
-    counts_[what] += n;
-  }
-  // Keeps the largest `value` seen under `what` (read back with count()).
-  void Max(const std::string& what, int64_t value) {
-    std::lock_guard<std::mutex> lock(mu_);
-    counts_[what] = std::max(counts_[what], value);
-  }
-  void Anomaly(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Anomaly(what, lock);
-  }
-
-  size_t acked_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_.size();
-  }
-  int64_t complete_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return completes_;
-  }
-  int64_t count(const std::string& what) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = counts_.find(what);
-    return it == counts_.end() ? 0 : it->second;
-  }
-  std::map<std::string, std::string> acked() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_;
-  }
-  std::map<std::string, std::vector<std::string>> completed() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return completed_;
-  }
   std::vector<Grant> grants() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(grants_mu_);
     return grants_;
-  }
-  std::map<std::string, int64_t> counts() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_;
-  }
-  std::vector<std::string> anomalies() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return anomalies_;
-  }
-  int64_t anomaly_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return anomaly_count_;
   }
 
  private:
-  void Anomaly(const std::string& what, const std::lock_guard<std::mutex>&) {
-    if (anomalies_.size() < 20) anomalies_.push_back(what);
-    ++anomaly_count_;
-  }
-
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> acked_;                   // id → tenant; guarded by mu_
-  std::map<std::string, std::vector<std::string>> completed_;  // id → lease ids answered 200
-  std::vector<Grant> grants_;                                  // guarded by mu_
-  std::map<std::string, int64_t> counts_;                      // guarded by mu_
-  std::vector<std::string> anomalies_;                         // guarded by mu_
-  int64_t anomaly_count_ = 0;                                  // guarded by mu_
-  int64_t completes_ = 0;                                      // guarded by mu_
+  mutable std::mutex grants_mu_;
+  std::vector<Grant> grants_;  // guarded by grants_mu_
 };
 
 // The largest number of intervals [granted, released) open at once, over `grants` that
@@ -195,17 +113,6 @@ int MaxOverlap(const std::vector<Grant>& grants, Pick pick) {
     most = std::max(most, open);
   }
   return most;
-}
-
-// Polls `ready` every 10 ms until it holds or `timeout` passes.
-template <typename F>
-bool PollUntil(F ready, SteadyClock::duration timeout) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return ready();
 }
 
 }  // namespace sluice::testing::cluster_load

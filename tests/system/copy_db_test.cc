@@ -6,8 +6,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,13 +18,6 @@ namespace sluice::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct Run {
   int status = 0;

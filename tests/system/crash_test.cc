@@ -22,13 +22,15 @@
 #include <vector>
 
 #include "common/time.h"
+#include "tests/system/load.h"
 #include "tests/testutil/server_process.h"
-#include "tests/testutil/test_db.h"
 #include "tests/testutil/temp_dir.h"
+#include "tests/testutil/test_db.h"
 
 namespace sluice::testing {
 namespace {
 
+using namespace load;  // NOLINT(build/namespaces): the shared load (load.h)
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -63,92 +65,15 @@ class CurrentServer {
   int64_t generation_ = 0;  // guarded by mu_
 };
 
-// One lease a worker received.
-struct Grant {
-  std::string lease_id;
-  int64_t attempt = 0;
-  Micros leased_at = 0;
-  Micros expires_at = 0;
-  int64_t seq = -1;  // the payload's client-side sequence number
-};
-
-// What the clients saw, for the checks at the end. Thread-safe.
-class Ledger {
- public:
-  void Acknowledged(const std::string& id, int64_t seq) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!acked_.emplace(id, seq).second) anomalies_.push_back("job id acknowledged twice: " + id);
-  }
-  void Granted(const std::string& id, Grant g) {
-    std::lock_guard<std::mutex> lock(mu_);
-    grants_[id].push_back(std::move(g));
-  }
-  void Completed(const std::string& id, const std::string& lease_id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    completed_[id].push_back(lease_id);
-    ++completes_;
-  }
-  void Count(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counts_[what];
-  }
-  void Anomaly(std::string what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (anomalies_.size() < 50) anomalies_.push_back(std::move(what));
-    ++anomaly_count_;
-  }
-
-  size_t acked_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_.size();
-  }
-  int64_t complete_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return completes_;
-  }
-  // Copies, taken once every thread has stopped.
-  std::map<std::string, int64_t> acked() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return acked_;
-  }
-  std::map<std::string, std::vector<std::string>> completed() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return completed_;
-  }
-  std::map<std::string, std::vector<Grant>> grants() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return grants_;
-  }
-  std::map<std::string, int64_t> counts() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_;
-  }
-  std::vector<std::string> anomalies() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return anomalies_;
-  }
-  int64_t anomaly_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return anomaly_count_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, int64_t> acked_;                       // job id → seq; guarded by mu_
-  std::map<std::string, std::vector<std::string>> completed_;  // job id → lease ids of 200s
-  std::map<std::string, std::vector<Grant>> grants_;           // guarded by mu_
-  std::map<std::string, int64_t> counts_;                      // "submit 503" → n; guarded
-  std::vector<std::string> anomalies_;                         // guarded by mu_
-  int64_t anomaly_count_ = 0;                                  // guarded by mu_
-  int64_t completes_ = 0;                                      // guarded by mu_
-};
+// What the clients saw; acknowledged jobs map to the payload's seq.
+using Ledger = load::Ledger<int64_t>;
 
 // One thread's connection to whichever server is current. A transport error drops the
 // client; the next request builds one for the port published then. Not thread-safe.
 class Connection {
  public:
   Connection(const CurrentServer& current, Ledger& ledger, std::string token)
-      : current_(current), ledger_(ledger), token_(std::move(token)) {}
+      : current_(current), ledger_(ledger), client_(std::move(token), 5) {}
 
   // nullopt when the server is down or the request did not get an answer.
   std::optional<HttpResult> Post(const std::string& path, const json& body) {
@@ -159,62 +84,30 @@ class Connection {
  private:
   std::optional<HttpResult> Send(const std::string& method, const std::string& path,
                                  const json& body) {
-    auto [port, generation] = current_.Get();
-    if (port == 0) return std::nullopt;
-    if (!client_ || generation != generation_) {
-      client_ = std::make_unique<httplib::Client>("127.0.0.1", port);
-      client_->set_tcp_nodelay(true);
-      client_->set_keep_alive(true);
-      client_->set_connection_timeout(1, 0);
-      client_->set_read_timeout(5, 0);
-      client_->set_write_timeout(5, 0);
-      client_->set_bearer_token_auth(token_.c_str());
-      generation_ = generation;
-    }
-    httplib::Result res(nullptr, httplib::Error::Unknown);
-    if (method == "GET") {
-      res = client_->Get(path.c_str());
-    } else {
-      res = client_->Post(path.c_str(), body.dump(), "application/json");
-    }
-    if (!res) {
-      client_.reset();
+    const auto endpoint = current_.Get();
+    if (endpoint.first == 0) return std::nullopt;
+    std::string raw;
+    auto out = client_.Send(endpoint, method, path, body, &raw);
+    if (!out) {
       ledger_.Count("transport error");
       return std::nullopt;
     }
-    HttpResult out;
-    out.status = res->status;
-    out.headers = res->headers;
-    out.body = json::parse(res->body, nullptr, false);
-    if (out.body.is_discarded()) out.body = res->body;
-    if (res->status >= 400 &&
-        (res->get_header_value("Content-Type") != "application/problem+json" ||
-         !out.body.is_object() || !out.body.contains("error"))) {
-      ledger_.Anomaly(method + " " + path + " answered " + std::to_string(res->status) +
-                      " without a problem+json body: " + res->body);
+    if (out->status >= 400 && (out->header("Content-Type") != "application/problem+json" ||
+                               !out->body.is_object() || !out->body.contains("error"))) {
+      ledger_.Anomaly(method + " " + path + " answered " + std::to_string(out->status) +
+                      " without a problem+json body: " + raw);
     }
     return out;
   }
 
   const CurrentServer& current_;
   Ledger& ledger_;
-  const std::string token_;
-  std::unique_ptr<httplib::Client> client_;
-  int64_t generation_ = -1;
+  FollowingClient client_;
 };
 
-// A short, jittered pause before retrying after an error.
-void Backoff(std::mt19937_64& rng) {
-  std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(5, 25)(rng)));
-}
-
-Micros TimeField(const json& j, const char* name) {
-  if (!j.contains(name) || !j[name].is_string()) return -1;
-  return ParseRfc3339(j[name].get<std::string>()).value_or(-1);
-}
-
-// Submitters and workers running against the current server. The destructor stops and
-// joins every thread, so a failed REQUIRE on the main thread never leaves one running.
+// Submitters and workers running against the current server. The destructor (the crews')
+// stops and joins every thread, so a failed REQUIRE on the main thread never leaves one
+// running.
 class Load {
  public:
   Load(const CurrentServer& current, Ledger& ledger, uint64_t seed, std::string submit_token,
@@ -224,43 +117,27 @@ class Load {
         submit_token_(std::move(submit_token)),
         work_token_(std::move(work_token)) {
     for (int i = 0; i < kSubmitters; ++i) {
-      submitters_.emplace_back([this, seed, i] { Submitter(seed * 31 + i); });
+      submitters_.Spawn([this, seed, i] { Submitter(seed * 31 + i); });
     }
     for (int i = 0; i < kWorkers; ++i) {
-      workers_.emplace_back([this, seed, i] { Worker(seed * 37 + i, i); });
+      workers_.Spawn([this, seed, i] { Worker(seed * 37 + i, i); });
     }
   }
-  ~Load() {
-    StopSubmitters();
-    StopWorkers();
-  }
-  Load(const Load&) = delete;
-  Load& operator=(const Load&) = delete;
 
-  void StopSubmitters() {
-    stop_submitters_ = true;
-    for (auto& t : submitters_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  void StopWorkers() {
-    stop_workers_ = true;
-    for (auto& t : workers_) {
-      if (t.joinable()) t.join();
-    }
-  }
+  void StopSubmitters() { submitters_.Stop(); }
+  void StopWorkers() { workers_.Stop(); }
 
  private:
   void Submitter(uint64_t seed) {
     std::mt19937_64 rng(seed);
     Connection conn(current_, ledger_, submit_token_);
     const std::string path = std::string("/v1/queues/") + kQueue + "/jobs";
-    for (int64_t n = 0; n < kMaxSubmitsPerThread && !stop_submitters_; ++n) {
+    for (int64_t n = 0; n < kMaxSubmitsPerThread && !submitters_.stopping(); ++n) {
       const int64_t seq = next_seq_++;
       auto r = conn.Post(path, {{"payload", {{"seq", seq}}}});
       if (!r) {
         ledger_.Count("submit unanswered");
-        Backoff(rng);
+        Backoff(rng, 25);
         continue;
       }
       if (r->status == 202) {
@@ -273,10 +150,10 @@ class Load {
         ledger_.Acknowledged(id, seq);
       } else if (r->status == 503) {
         ledger_.Count("submit 503");
-        Backoff(rng);
+        Backoff(rng, 25);
       } else {
         ledger_.Anomaly("submit answered " + std::to_string(r->status) + ": " + r->body.dump());
-        Backoff(rng);
+        Backoff(rng, 25);
       }
     }
   }
@@ -288,28 +165,13 @@ class Load {
                                 {"max_jobs", 5},
                                 {"wait_ms", 200},
                                 {"worker_id", "crash-worker-" + std::to_string(index)}};
-    while (!stop_workers_) {
-      auto r = conn.Post("/v1/leases", lease_request);
-      if (!r || r->status != 200) {
-        if (r && r->status != 503) {
-          ledger_.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
-        }
-        Backoff(rng);
+    while (!workers_.stopping()) {
+      const auto jobs = LeasedJobs(ledger_, conn.Post("/v1/leases", lease_request));
+      if (!jobs) {
+        Backoff(rng, 25);
         continue;
       }
-      const json jobs = r->body.value("jobs", json::array());
-      for (const json& job : jobs) {
-        Grant g;
-        g.lease_id = job.value("lease_id", "");
-        g.attempt = job.value("attempt", int64_t{0});
-        g.leased_at = TimeField(job, "leased_at");
-        g.expires_at = TimeField(job, "lease_expires_at");
-        if (job.contains("payload") && job["payload"].is_object()) {
-          g.seq = job["payload"].value("seq", int64_t{-1});
-        }
-        ledger_.Granted(job.value("id", ""), g);
-      }
-      for (const json& job : jobs) Complete(conn, rng, job["id"], job["lease_id"]);
+      for (const json& job : *jobs) Complete(conn, rng, job["id"], job["lease_id"]);
     }
   }
 
@@ -320,7 +182,7 @@ class Load {
                 const std::string& lease_id) {
     const auto give_up = SteadyClock::now() + milliseconds(kLeaseMs + 500);
     const std::string path = "/v1/jobs/" + id + "/complete";
-    while (!stop_workers_) {
+    while (!workers_.stopping()) {
       auto r = conn.Post(path, {{"lease_id", lease_id}, {"result", {{"ok", true}}}});
       if (r && r->status == 200) {
         if (r->body.value("state", "") != "succeeded") {
@@ -345,7 +207,7 @@ class Load {
         ledger_.Count("complete abandoned");
         return;
       }
-      Backoff(rng);
+      Backoff(rng, 25);
     }
   }
 
@@ -354,28 +216,10 @@ class Load {
   const std::string submit_token_;
   const std::string work_token_;
   std::atomic<int64_t> next_seq_{0};
-  std::atomic<bool> stop_submitters_{false};
-  std::atomic<bool> stop_workers_{false};
-  std::vector<std::thread> submitters_;
-  std::vector<std::thread> workers_;
+  // Last, so that they stop (submitters first) before the rest goes.
+  Crew workers_;
+  Crew submitters_;
 };
-
-// Polls `ready` until it holds or `timeout` passes.
-template <typename F>
-bool PollUntil(F ready, SteadyClock::duration timeout) {
-  const auto deadline = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return ready();
-}
-
-uint64_t SeedFromEnvironmentOrRandom() {
-  if (const char* s = std::getenv("SLUICE_CRASH_SEED")) return std::strtoull(s, nullptr, 10);
-  std::random_device rd;
-  return (uint64_t{rd()} << 32) | rd();
-}
 
 TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]") {
   const auto started = SteadyClock::now();
@@ -413,7 +257,7 @@ TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]
   }
 
   CurrentServer current;
-  Ledger ledger;
+  Ledger ledger(/*anomalies_kept=*/50);
   current.Publish(server->port());
   auto load = std::make_unique<Load>(current, ledger, seed, submit_token, work_token);
 
@@ -479,49 +323,30 @@ TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]
   load->StopWorkers();
 
   // Tally what the clients saw.
-  const auto completed = ledger.completed();
-  const auto grants = ledger.grants();
-  const auto counts = ledger.counts();
-  int64_t completes = 0, duplicates = 0, two_lease_completes = 0, overlaps = 0, grant_count = 0,
-          leased_twice = 0, later_attempts = 0, payload_mismatches = 0;
   std::vector<std::string> examples;
-  for (const auto& [id, leases] : completed) {
-    completes += static_cast<int64_t>(leases.size());
-    if (leases.size() > 1) {
-      ++duplicates;
-      if (std::set<std::string>(leases.begin(), leases.end()).size() > 1) ++two_lease_completes;
-      if (examples.size() < 5) examples.push_back("completed twice: " + id);
-    }
+  const CompleteTally done = TallyCompletes(ledger.completed(), examples);
+  const int64_t completes = done.completes, duplicates = done.completed_twice,
+                two_lease_completes = done.two_lease_completes;
+  const auto leases = ledger.leases();
+  // Rule 7: a job is leased again only once its previous lease has run out.
+  const LeaseTally leased = TallyLeases(leases);
+  const auto overlaps = static_cast<int64_t>(leased.overlaps.size());
+  for (const auto& [id, earlier, later] : leased.overlaps) {
+    AddExample(examples, "two live leases on " + id + ": " + earlier.lease_id + " (attempt " +
+                             std::to_string(earlier.attempt) + ", until " +
+                             FormatRfc3339(earlier.expires_at) + ") and " + later.lease_id +
+                             " (attempt " + std::to_string(later.attempt) + ", from " +
+                             FormatRfc3339(later.leased_at) + ")");
   }
-  for (auto [id, list] : grants) {
-    grant_count += static_cast<int64_t>(list.size());
-    if (list.size() > 1) ++leased_twice;
-    std::sort(list.begin(), list.end(),
-              [](const Grant& a, const Grant& b) { return a.leased_at < b.leased_at; });
-    for (size_t i = 1; i < list.size(); ++i) {
-      // Rule 7: a job is leased again only once its previous lease has run out.
-      if (list[i].leased_at < list[i - 1].expires_at || list[i].lease_id == list[i - 1].lease_id ||
-          list[i].attempt <= list[i - 1].attempt) {
-        ++overlaps;
-        if (examples.size() < 5) {
-          examples.push_back("two live leases on " + id + ": " + list[i - 1].lease_id +
-                             " (attempt " + std::to_string(list[i - 1].attempt) + ", until " +
-                             FormatRfc3339(list[i - 1].expires_at) + ") and " + list[i].lease_id +
-                             " (attempt " + std::to_string(list[i].attempt) + ", from " +
-                             FormatRfc3339(list[i].leased_at) + ")");
-        }
-      }
-    }
+  int64_t later_attempts = 0, payload_mismatches = 0;
+  for (const auto& [id, list] : leases) {
     auto a = acked.find(id);
-    for (const Grant& g : list) {
+    for (const ServerLease& g : list) {
       if (g.attempt > 1) ++later_attempts;
       if (a != acked.end() && g.seq != a->second) ++payload_mismatches;
     }
   }
-  auto count = [&](const char* what) {
-    auto it = counts.find(what);
-    return it == counts.end() ? int64_t{0} : it->second;
-  };
+  auto count = [&](const char* what) { return ledger.count(what); };
   const double wall_s = std::chrono::duration<double>(SteadyClock::now() - started).count();
 
   const std::vector<std::pair<const char*, int64_t>> report = {
@@ -533,8 +358,8 @@ TEST_CASE("crash: SIGKILL at random moments loses no acknowledged job", "[crash]
       {"duplicates", duplicates},
       {"completed under two leases", two_lease_completes},
       {"overlapping leases", overlaps},
-      {"leases received", grant_count},
-      {"jobs leased twice", leased_twice},
+      {"leases received", leased.grants},
+      {"jobs leased twice", leased.leased_again},
       {"leases of attempt > 1", later_attempts},
       {"payload mismatches", payload_mismatches},
       {"complete 409 lease_lost", count("complete 409 lease_lost")},

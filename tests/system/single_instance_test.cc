@@ -8,8 +8,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "tests/testutil/server_process.h"
@@ -20,18 +18,6 @@ namespace sluice::testing {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
 
 // A queue, a submit token and one job on `server`; returns the token.
 std::string Seed(const ServerProcess& server) {
@@ -64,7 +50,7 @@ Exit RunToExit(const TempDir& dir, const std::string& name, const std::string& d
   std::optional<int> status = p.Wait(std::chrono::seconds(20));
   INFO(p.ReadLog());
   REQUIRE(status);
-  CHECK_FALSE(Exists(port_file));  // it never listened
+  CHECK_FALSE(FileExists(port_file));  // it never listened
   return Exit{*status, p.ReadLog()};
 }
 

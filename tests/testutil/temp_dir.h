@@ -1,4 +1,5 @@
-// A fresh temporary directory per test, removed when the object dies.
+// A fresh temporary directory per test, removed when the object dies, and reading the
+// files a test finds there. Thread-compatible.
 #pragma once
 
 #include <string>
@@ -21,5 +22,10 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The whole content of the file at `path`; empty if it cannot be read.
+std::string ReadFile(const std::string& path);
+// Whether anything (a file, a directory...) exists at `path`.
+bool FileExists(const std::string& path);
 
 }  // namespace sluice::testing
