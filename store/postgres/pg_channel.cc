@@ -113,17 +113,32 @@ void PgChannel::Run() {
 
 bool PgChannel::Serve(pg::Connection& conn) {
   const int own_pid = conn.BackendPid();
-  auto next_leader_try = steady_clock::now();
+  const auto now = [] { return steady_clock::now(); };
+  auto next_leader_try = now();
+  auto next_peer_check = now();
+  auto next_send = now();
+  bool alone = false;  // no other instance's channel on this database: nobody to tell
   bool readable = false;
   try {
+    // Others learn at once that someone new listens (see `alone`).
+    conn.ExecParams("SELECT pg_notify($1, $2)", pg::Params(kChannel, std::string(1, kHello)));
     while (!stopping_.load()) {
-      if (!leader_.load() && steady_clock::now() >= next_leader_try) {
+      if (!leader_.load() && now() >= next_leader_try) {
         pg::Rows r = conn.ExecParams("SELECT pg_try_advisory_lock($1::bigint)",
                                      pg::Params(kMaintenanceLockKey));
         leader_.store(r.Bool(0, 0));
-        next_leader_try = steady_clock::now() + kLeaderRetry;
+        next_leader_try = now() + kLeaderRetry;
       }
-      if (const unsigned bits = pending_.exchange(0)) {
+      if (now() >= next_peer_check) {
+        pg::Rows r = conn.Exec(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice-channel' "
+            "AND datname = current_database() AND pid <> pg_backend_pid()");
+        alone = r.Int(0, 0) == 0;
+        next_peer_check = now() + kPeerCheck;
+      }
+      // Alone, changes wait (unsent, and waking no one) until another instance appears.
+      if (!alone && pending_.load() != 0 && now() >= next_send) {
+        const unsigned bits = pending_.exchange(0);
         std::string payload;
         for (StoreChange c : kSent) {
           if (bits & Bit(c)) payload += Letter(c);
@@ -134,19 +149,21 @@ bool PgChannel::Serve(pg::Connection& conn) {
           pending_.fetch_or(bits);  // sent on the next connection
           throw;
         }
+        next_send = now() + kMinGap;
       }
       unsigned heard = 0;
       for (const auto& n : conn.TakeNotifications()) {
         if (n.backend_pid == own_pid) continue;
+        alone = false;
         for (char letter : n.payload) heard |= BitOf(letter);
       }
       if (heard) Deliver(heard);
-      if (pending_.load() != 0) continue;
-      const milliseconds timeout =
-          leader_.load() ? kLeaderRetry
-                         : std::max(milliseconds{1}, std::chrono::duration_cast<milliseconds>(
-                                                         next_leader_try - steady_clock::now()));
-      Wait(conn.Socket(), timeout, &readable);
+      auto wake = next_peer_check;
+      if (!leader_.load()) wake = std::min(wake, next_leader_try);
+      if (!alone && pending_.load() != 0) wake = std::min(wake, next_send);
+      const auto timeout = std::chrono::duration_cast<milliseconds>(wake - now());
+      if (timeout.count() <= 0 && wake == next_send) continue;
+      Wait(conn.Socket(), std::max(milliseconds{1}, timeout), &readable);
     }
     return true;
   } catch (const pg::PgError&) {

@@ -3,7 +3,8 @@
 //   - Changes. Publish(change), called once a change has committed, sends
 //     NOTIFY sluice_changes with a one-letter payload per kind of change. Changes
 //     published while a notification is on its way go out together in the next one, so a
-//     burst of submits costs a few notifications, not one each. Other processes'
+//     burst of submits costs a few notifications, not one each (and never more than one
+//     per kMinGap). With no other instance listening, nothing is sent. Other processes'
 //     notifications reach the listener; this process's own are skipped.
 //   - Maintenance leadership. The session tries pg_try_advisory_lock(kMaintenanceLockKey)
 //     until it holds it (every kLeaderRetry); the lock belongs to the session, so it
@@ -34,6 +35,12 @@ class PgChannel {
   static constexpr std::chrono::milliseconds kLeaderRetry{1000};
   static constexpr std::chrono::milliseconds kMinBackoff{25};
   static constexpr std::chrono::milliseconds kMaxBackoff{1000};
+  // At most one notification per kMinGap: what is published meanwhile goes in the next.
+  static constexpr std::chrono::milliseconds kMinGap{10};
+  // How often the channel counts the other instances' channels on the database; alone,
+  // it sends nothing. A channel that connects says so (kHello), so others know at once.
+  static constexpr std::chrono::milliseconds kPeerCheck{1000};
+  static constexpr char kHello = 'h';
 
   // Starts the thread, which connects to `uri`. `listener` runs on that thread.
   PgChannel(std::string uri, std::function<void(StoreChange)> listener);
