@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "tests/testutil/cluster.h"
-#include "tests/testutil/pg_server.h"
 #include "tests/testutil/server_process.h"
 
 namespace sluice::testing {
@@ -39,25 +38,19 @@ double MillisSince(Clock::time_point t) {
 }
 
 // `n` sluiced on one fresh database of the shared test server.
-std::vector<std::unique_ptr<ServerProcess>> StartInstances(
-    int n, std::vector<std::string> extra_args = {}) {
-  const std::string db = PgServer::Shared().CreateDatabase();
-  std::vector<std::unique_ptr<ServerProcess>> out;
-  for (int i = 0; i < n; ++i) {
-    ServerOptions o;
-    o.db_path = db;
-    o.extra_args = {"--db-pool", "3"};
-    o.extra_args.insert(o.extra_args.end(), extra_args.begin(), extra_args.end());
-    out.push_back(std::make_unique<ServerProcess>(o));
-  }
-  return out;
+std::unique_ptr<Cluster> StartInstances(int n, std::vector<std::string> extra_args = {}) {
+  ClusterOptions o;
+  o.instances = n;
+  o.extra_args = {"--db-pool", "3"};
+  o.extra_args.insert(o.extra_args.end(), extra_args.begin(), extra_args.end());
+  return std::make_unique<Cluster>(o);
 }
 
 struct Tokens {
   std::string submit, work;
 };
 
-Tokens MakeQueue(ServerProcess& s, const std::string& queue, json policy) {
+Tokens MakeQueue(ClusterInstance& s, const std::string& queue, json policy) {
   auto admin = s.Client();
   REQUIRE(
       Call(*admin, "PUT", "/v1/admin/queues/" + queue, policy, Bearer(s.admin_token())).status ==
@@ -71,7 +64,7 @@ Tokens MakeQueue(ServerProcess& s, const std::string& queue, json policy) {
   return t;
 }
 
-size_t WaitingLeases(ServerProcess& s) {
+size_t WaitingLeases(ClusterInstance& s) {
   auto r = Call(*s.Client(), "GET", "/v1/admin/queues", nullptr, Bearer(s.admin_token()));
   return r.status == 200 ? r.body.value("waiting_leases", size_t{0}) : 0;
 }
@@ -81,7 +74,7 @@ struct ParkedLease {
   std::future<HttpResult> answer;
 };
 
-ParkedLease Park(ServerProcess& s, const std::string& token, const std::string& queue,
+ParkedLease Park(ClusterInstance& s, const std::string& token, const std::string& queue,
                  int wait_ms) {
   ParkedLease p;
   p.answer = std::async(std::launch::async, [&s, token, queue, wait_ms] {
@@ -94,7 +87,7 @@ ParkedLease Park(ServerProcess& s, const std::string& token, const std::string& 
   return p;
 }
 
-std::string Submit(ServerProcess& s, const std::string& token, const std::string& queue,
+std::string Submit(ClusterInstance& s, const std::string& token, const std::string& queue,
                    json body = {{"payload", 1}}) {
   auto r = Call(*s.Client(), "POST", "/v1/queues/" + queue + "/jobs", body, Bearer(token));
   REQUIRE(r.status == 202);
@@ -111,7 +104,7 @@ json Got(ParkedLease& p) {
   return r.body["jobs"][0];
 }
 
-std::optional<double> Gauge(ServerProcess& s, const std::string& name) {
+std::optional<double> Gauge(ClusterInstance& s, const std::string& name) {
   auto c = s.Client();
   c->set_connection_timeout(1, 0);
   auto r = c->Get("/metrics", Bearer(s.admin_token()));
@@ -122,7 +115,7 @@ std::optional<double> Gauge(ServerProcess& s, const std::string& name) {
   return std::stod(r->body.substr(at + needle.size()));
 }
 
-std::string JobState(ServerProcess& s, const std::string& token, const std::string& id) {
+std::string JobState(ClusterInstance& s, const std::string& token, const std::string& id) {
   auto r = Call(*s.Client(), "GET", "/v1/jobs/" + id, nullptr, Bearer(token));
   return r.status == 200 ? r.body.value("state", "") : "";
 }
@@ -136,18 +129,19 @@ constexpr double kWokenWellBefore = kLongWaitMs / 2.0;
 
 TEST_CASE("many instances: a submit on one instance wakes a long-poll parked on another",
           "[cluster][postgres]") {
-  auto s = StartInstances(2, {"--recheck-ms", "0"});
-  Tokens t = MakeQueue(*s[0], "q", {{"rate", 1000}, {"capacity", 1000}});
+  auto cluster = StartInstances(2, {"--recheck-ms", "0"});
+  Cluster& s = *cluster;
+  Tokens t = MakeQueue(s[0], "q", {{"rate", 1000}, {"capacity", 1000}});
   std::vector<double> ms;
   for (int i = 0; i < 3; ++i) {
-    ParkedLease p = Park(*s[1], t.work, "q", kLongWaitMs);
+    ParkedLease p = Park(s[1], t.work, "q", kLongWaitMs);
     const auto t0 = Clock::now();
-    const std::string id = Submit(*s[0], t.submit, "q");
+    const std::string id = Submit(s[0], t.submit, "q");
     json job = Got(p);
     ms.push_back(MillisSince(t0));
     CHECK(job["id"] == id);
     CHECK(ms.back() < kWokenWellBefore);
-    REQUIRE(Call(*s[1]->Client(), "POST", "/v1/jobs/" + id + "/complete",
+    REQUIRE(Call(*s[1].Client(), "POST", "/v1/jobs/" + id + "/complete",
                  {{"lease_id", job["lease_id"]}}, Bearer(t.work))
                 .status == 200);
   }
@@ -158,31 +152,32 @@ TEST_CASE(
     "many instances: a resume and a lease ending on one instance wake long-polls on "
     "another",
     "[cluster][postgres]") {
-  auto s = StartInstances(3, {"--recheck-ms", "0"});
-  Tokens t = MakeQueue(*s[0], "q", {{"rate", 1000}, {"capacity", 1000}, {"max_inflight", 1}});
-  auto admin = s[2]->Client();
+  auto cluster = StartInstances(3, {"--recheck-ms", "0"});
+  Cluster& s = *cluster;
+  Tokens t = MakeQueue(s[0], "q", {{"rate", 1000}, {"capacity", 1000}, {"max_inflight", 1}});
+  auto admin = s[2].Client();
 
   SECTION("resume") {
-    REQUIRE(Call(*admin, "POST", "/v1/admin/queues/q/pause", nullptr, Bearer(s[2]->admin_token()))
+    REQUIRE(Call(*admin, "POST", "/v1/admin/queues/q/pause", nullptr, Bearer(s[2].admin_token()))
                 .status < 300);
-    const std::string id = Submit(*s[0], t.submit, "q");
-    ParkedLease p = Park(*s[1], t.work, "q", kLongWaitMs);
+    const std::string id = Submit(s[0], t.submit, "q");
+    ParkedLease p = Park(s[1], t.work, "q", kLongWaitMs);
     const auto t0 = Clock::now();
-    REQUIRE(Call(*admin, "POST", "/v1/admin/queues/q/resume", nullptr, Bearer(s[2]->admin_token()))
+    REQUIRE(Call(*admin, "POST", "/v1/admin/queues/q/resume", nullptr, Bearer(s[2].admin_token()))
                 .status < 300);
     json job = Got(p);
     CHECK(job["id"] == id);
     CHECK(MillisSince(t0) < kWokenWellBefore);
   }
   SECTION("a lease ending frees the queue's cap") {
-    const std::string first = Submit(*s[0], t.submit, "q");
-    auto lease = Call(*s[0]->Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"max_jobs", 1}},
+    const std::string first = Submit(s[0], t.submit, "q");
+    auto lease = Call(*s[0].Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"max_jobs", 1}},
                       Bearer(t.work));
     REQUIRE(lease.body["jobs"].size() == 1);
-    const std::string second = Submit(*s[0], t.submit, "q");
-    ParkedLease p = Park(*s[1], t.work, "q", kLongWaitMs);  // held back by max_inflight 1
+    const std::string second = Submit(s[0], t.submit, "q");
+    ParkedLease p = Park(s[1], t.work, "q", kLongWaitMs);  // held back by max_inflight 1
     const auto t0 = Clock::now();
-    REQUIRE(Call(*s[2]->Client(), "POST", "/v1/jobs/" + first + "/complete",
+    REQUIRE(Call(*s[2].Client(), "POST", "/v1/jobs/" + first + "/complete",
                  {{"lease_id", lease.body["jobs"][0]["lease_id"]}}, Bearer(t.work))
                 .status == 200);
     json job = Got(p);
@@ -191,16 +186,16 @@ TEST_CASE(
   }
   SECTION("a policy change") {
     // The queue's cap of one holds the second job back until the policy raises it.
-    Submit(*s[0], t.submit, "q");
-    auto lease = Call(*s[0]->Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"max_jobs", 1}},
+    Submit(s[0], t.submit, "q");
+    auto lease = Call(*s[0].Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"max_jobs", 1}},
                       Bearer(t.work));
     REQUIRE(lease.body["jobs"].size() == 1);
-    const std::string second = Submit(*s[0], t.submit, "q");
-    ParkedLease p = Park(*s[1], t.work, "q", kLongWaitMs);
+    const std::string second = Submit(s[0], t.submit, "q");
+    ParkedLease p = Park(s[1], t.work, "q", kLongWaitMs);
     const auto t0 = Clock::now();
     REQUIRE(Call(*admin, "PUT", "/v1/admin/queues/q",
                  {{"rate", 1000}, {"capacity", 1000}, {"max_inflight", 2}},
-                 Bearer(s[2]->admin_token()))
+                 Bearer(s[2].admin_token()))
                 .status == 200);
     json job = Got(p);
     CHECK(job["id"] == second);
@@ -212,32 +207,34 @@ TEST_CASE(
     "many instances: a token revoked on one instance is refused by every instance within "
     "a second and never again accepted",
     "[cluster][postgres]") {
-  auto s = StartInstances(3);
-  Tokens t = MakeQueue(*s[0], "q", {{"rate", 1000}, {"capacity", 100000}});
+  auto cluster = StartInstances(3);
+  Cluster& s = *cluster;
+  Tokens t = MakeQueue(s[0], "q", {{"rate", 1000}, {"capacity", 100000}});
   // Created on one instance, accepted at once by the others (and now in their caches).
-  auto created = Call(*s[0]->Client(), "POST", "/v1/admin/tokens",
-                      {{"scopes", {"submit"}}, {"tenant", "beta"}}, Bearer(s[0]->admin_token()));
+  auto created = Call(*s[0].Client(), "POST", "/v1/admin/tokens",
+                      {{"scopes", {"submit"}}, {"tenant", "beta"}}, Bearer(s[0].admin_token()));
   REQUIRE(created.status == 201);
   const std::string token = created.body["token"], id = created.body["id"];
-  for (auto& i : s) Submit(*i, token, "q");
+  for (int i = 0; i < s.size(); ++i) Submit(s[i], token, "q");
 
-  REQUIRE(Call(*s[0]->Client(), "DELETE", "/v1/admin/tokens/" + id, nullptr,
-               Bearer(s[0]->admin_token()))
-              .status == 200);
+  REQUIRE(
+      Call(*s[0].Client(), "DELETE", "/v1/admin/tokens/" + id, nullptr, Bearer(s[0].admin_token()))
+          .status == 200);
   const auto t0 = Clock::now();
-  std::vector<double> refused_after(s.size(), -1);
+  std::vector<double> refused_after(static_cast<size_t>(s.size()), -1);
   int accepted_late = 0;
   // Every instance, round and round, until each has refused it; then 20 more rounds.
   for (int rounds_after = 0; rounds_after < 20 && MillisSince(t0) < 5000;) {
     bool all = true;
-    for (size_t i = 0; i < s.size(); ++i) {
-      auto r = Call(*s[i]->Client(), "POST", "/v1/queues/q/jobs", {{"payload", 1}}, Bearer(token));
+    for (int i = 0; i < s.size(); ++i) {
+      auto r = Call(*s[i].Client(), "POST", "/v1/queues/q/jobs", {{"payload", 1}}, Bearer(token));
       if (r.status == 401) {
-        if (refused_after[i] < 0) refused_after[i] = MillisSince(t0);
-      } else if (refused_after[i] >= 0) {
+        if (refused_after[static_cast<size_t>(i)] < 0)
+          refused_after[static_cast<size_t>(i)] = MillisSince(t0);
+      } else if (refused_after[static_cast<size_t>(i)] >= 0) {
         ++accepted_late;  // accepted again after a refusal: never allowed
       }
-      all = all && refused_after[i] >= 0;
+      all = all && refused_after[static_cast<size_t>(i)] >= 0;
     }
     if (all) ++rounds_after;
   }
@@ -252,20 +249,22 @@ TEST_CASE(
 
 TEST_CASE("many instances: a queue deleted on one instance is gone on every instance",
           "[cluster][postgres]") {
-  auto s = StartInstances(3);
-  Tokens t = MakeQueue(*s[0], "q", {{"rate", 1000}, {"capacity", 1000}});
-  for (auto& i : s) {
-    auto r = Call(*i->Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}},
+  auto cluster = StartInstances(3);
+  Cluster& s = *cluster;
+  Tokens t = MakeQueue(s[0], "q", {{"rate", 1000}, {"capacity", 1000}});
+  for (int n = 0; n < s.size(); ++n) {
+    ClusterInstance& i = s[n];
+    auto r = Call(*i.Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}},
                   Bearer(t.work));
     REQUIRE(r.status == 200);
   }
-  REQUIRE(
-      Call(*s[1]->Client(), "DELETE", "/v1/admin/queues/q", nullptr, Bearer(s[1]->admin_token()))
-          .status < 300);
-  for (auto& i : s) {
-    auto sub = Call(*i->Client(), "POST", "/v1/queues/q/jobs", {{"payload", 1}}, Bearer(t.submit));
+  REQUIRE(Call(*s[1].Client(), "DELETE", "/v1/admin/queues/q", nullptr, Bearer(s[1].admin_token()))
+              .status < 300);
+  for (int n = 0; n < s.size(); ++n) {
+    ClusterInstance& i = s[n];
+    auto sub = Call(*i.Client(), "POST", "/v1/queues/q/jobs", {{"payload", 1}}, Bearer(t.submit));
     CHECK(sub.status == 404);
-    auto lease = Call(*i->Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}},
+    auto lease = Call(*i.Client(), "POST", "/v1/leases", {{"queues", {"q"}}, {"wait_ms", 0}},
                       Bearer(t.work));
     CHECK(lease.status == 404);
   }
@@ -275,50 +274,50 @@ TEST_CASE(
     "many instances: maintenance runs on one instance at a time and another takes over "
     "when it is killed",
     "[cluster][postgres]") {
-  auto s = StartInstances(3);
-  Tokens t = MakeQueue(*s[0], "lapse", {{"rate", 1000}, {"capacity", 1000}});
-  auto admin = s[0]->Client();
+  auto cluster = StartInstances(3);
+  Cluster& s = *cluster;
+  Tokens t = MakeQueue(s[0], "lapse", {{"rate", 1000}, {"capacity", 1000}});
+  auto admin = s[0].Client();
   REQUIRE(Call(*admin, "PUT", "/v1/admin/queues/held", {{"rate", 1000}, {"capacity", 1000}},
-               Bearer(s[0]->admin_token()))
+               Bearer(s[0].admin_token()))
               .status == 200);
-  REQUIRE(Call(*admin, "POST", "/v1/admin/queues/held/pause", nullptr, Bearer(s[0]->admin_token()))
+  REQUIRE(Call(*admin, "POST", "/v1/admin/queues/held/pause", nullptr, Bearer(s[0].admin_token()))
               .status < 300);
 
-  auto leaders = [&](std::vector<size_t>* who) {
+  auto leaders = [&](std::vector<int>* who) {
     size_t n = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (!s[i]) continue;
-      if (Gauge(*s[i], "sluice_maintenance_leader").value_or(0) == 1) {
+    for (int i = 0; i < s.size(); ++i) {
+      if (!s[i].running()) continue;
+      if (Gauge(s[i], "sluice_maintenance_leader").value_or(0) == 1) {
         ++n;
         if (who) who->push_back(i);
       }
     }
     return n;
   };
-  std::vector<size_t> who;
+  std::vector<int> who;
   REQUIRE(Eventually([&] { return leaders(nullptr) == 1; }, std::chrono::seconds(10)));
   // Stays one: sampled for a while.
   for (int i = 0; i < 20; ++i) REQUIRE(leaders(nullptr) == 1);
   REQUIRE(leaders(&who) == 1);
-  const size_t leader = who[0];
-  const size_t other = (leader + 1) % s.size();
+  const int leader = who[0];
+  const int other = (leader + 1) % s.size();
 
   // A lease that will lapse, and a queued job whose deadline will pass, with nobody
   // leasing from either queue again: only maintenance can end them.
-  const std::string lapsing = Submit(*s[other], t.submit, "lapse", {{"lease_ms", 300}});
-  auto lease = Call(*s[other]->Client(), "POST", "/v1/leases",
+  const std::string lapsing = Submit(s[other], t.submit, "lapse", {{"lease_ms", 300}});
+  auto lease = Call(*s[other].Client(), "POST", "/v1/leases",
                     {{"queues", {"lapse"}}, {"max_jobs", 1}}, Bearer(t.work));
   REQUIRE(lease.body["jobs"].size() == 1);
-  const std::string expiring = Submit(*s[other], t.submit, "held", {{"deadline_in_ms", 1500}});
+  const std::string expiring = Submit(s[other], t.submit, "held", {{"deadline_in_ms", 1500}});
 
   const auto killed_at = Clock::now();
-  REQUIRE(s[leader]->Stop(SIGKILL) == -SIGKILL);
-  s[leader].reset();
+  REQUIRE(s[leader].Kill(SIGKILL) == -SIGKILL);
   REQUIRE(Eventually([&] { return leaders(nullptr) == 1; }, std::chrono::seconds(15)));
   const double failover_ms = MillisSince(killed_at);
-  REQUIRE(Eventually([&] { return JobState(*s[other], t.submit, lapsing) == "queued"; },
+  REQUIRE(Eventually([&] { return JobState(s[other], t.submit, lapsing) == "queued"; },
                      std::chrono::seconds(15)));
-  REQUIRE(Eventually([&] { return JobState(*s[other], t.submit, expiring) == "expired"; },
+  REQUIRE(Eventually([&] { return JobState(s[other], t.submit, expiring) == "expired"; },
                      std::chrono::seconds(15)));
   std::printf("maintenance failover: a new leader %.0f ms after kill -9 of the old one\n",
               failover_ms);
