@@ -225,6 +225,17 @@ class Store {
   Result<SubmitOutcome> Submit(const NewJob& job, Micros now) {
     return Await<SubmitOutcome>([&](auto done) { SubmitAsync(job, now, std::move(done)); });
   }
+  // Many jobs, each decided as if submitted alone after the ones before it (its own
+  // outcome or error, in order), in one transaction: what was admitted is durable
+  // together, before `done` hears of it.
+  virtual void SubmitManyAsync(std::vector<NewJob> jobs, Micros now,
+                               Done<std::vector<Result<SubmitOutcome>>> done) = 0;
+  std::vector<Result<SubmitOutcome>> SubmitMany(std::vector<NewJob> jobs, Micros now) {
+    auto r = Await<std::vector<Result<SubmitOutcome>>>(
+        [&](auto done) { SubmitManyAsync(std::move(jobs), now, std::move(done)); });
+    if (r.ok()) return std::move(r.value());
+    return {r.error()};
+  }
   virtual Result<JobRecord> GetJob(const std::string& id) = 0;
   // For a job in state queued: why it waits and when it would start (live).
   virtual Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) = 0;

@@ -58,6 +58,10 @@ class Driver {
   // Where to deliver other processes' changes (called once, by the engine, before any
   // Publish); `listener` runs on a driver thread and must be quick.
   virtual void Subscribe(std::function<void(StoreChange)> /*listener*/) {}
+  // How many batches of submits the engine keeps in flight at once, each gathering the
+  // submits that arrived while the others ran (one transaction per batch); 0: each
+  // submit is an operation of its own (a driver that shares transactions itself).
+  virtual size_t IntakeBatches() const { return 0; }
   // See Store::MaintenanceLeader.
   virtual bool MaintenanceLeader() { return true; }
 };

@@ -8,6 +8,7 @@
 #include "shaper/backoff.h"
 #include "shaper/dispatch.h"
 #include "store/engine/attempts.h"
+#include "store/engine/intake.h"
 #include "store/engine/release.h"
 #include "store/engine/stored_policy.h"
 
@@ -37,7 +38,7 @@ std::optional<QueueInfo> LoadQueue(Tx& tx, const std::string& name) {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
-    : driver_(std::move(driver)), publisher_(driver_.get()), options_(std::move(options)) {
+    : driver_(std::move(driver)), live_driver_(driver_.get()), options_(std::move(options)) {
   if (!options_.unit_random) {
     auto rng = std::make_shared<std::mt19937_64>(std::random_device{}());
     auto mu = std::make_shared<std::mutex>();
@@ -47,6 +48,13 @@ Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
     };
   }
   driver_->Subscribe([this](StoreChange change) { Heard(change); });
+  if (const size_t batches = driver_->IntakeBatches(); batches > 0) {
+    intake_ = std::make_unique<Coalescer<PendingSubmit>>(
+        batches, kMaxIntakeBatch,
+        [this](std::vector<PendingSubmit> batch, std::function<void()> finished) {
+          SubmitBatch(std::move(batch), std::move(finished));
+        });
+  }
 }
 
 void Engine::OnChange(std::function<void(StoreChange)> listener) {
@@ -56,6 +64,7 @@ void Engine::OnChange(std::function<void(StoreChange)> listener) {
 
 void Engine::Heard(StoreChange change) {
   if (change == StoreChange::kTokens || change == StoreChange::kResync) ForgetTokens();
+  if (change == StoreChange::kQueues || change == StoreChange::kResync) ForgetQueues();
   std::lock_guard lock(listener_mu_);
   if (listener_) listener_(change);
 }
@@ -67,7 +76,7 @@ Engine::~Engine() { driver_.reset(); }
 template <typename T>
 void Engine::WriteAsync(std::function<Result<T>(Tx&)> fn, Done<T> done, Driver::Sync sync) {
   auto slot = std::make_shared<std::optional<Result<T>>>();
-  driver_->Write(
+  live_driver_->Write(
       [fn = std::move(fn), slot](Tx& tx) -> std::optional<Error> {
         *slot = fn(tx);
         if (!(*slot)->ok()) return (*slot)->error();
@@ -132,11 +141,34 @@ Result<QueueInfo> Engine::GetQueue(const std::string& name) {
   });
 }
 
+// Served from memory for a while once seen (a lease request checks its queues each
+// time): a deletion drops it here at once and on every other instance through the
+// driver's channel, and the cache forgets it after token_ttl anyway. A queue that is
+// not there is looked up every time.
 Status Engine::CheckQueue(const std::string& name) {
-  return Read<Ok>([&](Tx& tx) -> Status {
+  const auto read_at = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(queues_mu_);
+    if (auto it = known_queues_.find(name); it != known_queues_.end()) {
+      if (read_at - it->second < options_.token_ttl) return Ok{};
+      known_queues_.erase(it);
+    }
+  }
+  Status st = Read<Ok>([&](Tx& tx) -> Status {
     if (!tx.QueueExists(name)) return UnknownQueue(name);
     return Ok{};
   });
+  if (st.ok()) {
+    std::lock_guard lock(queues_mu_);
+    if (known_queues_.size() >= kQueueCacheSize) known_queues_.clear();
+    known_queues_.insert_or_assign(name, read_at);
+  }
+  return st;
+}
+
+void Engine::ForgetQueues() {
+  std::lock_guard lock(queues_mu_);
+  known_queues_.clear();
 }
 
 Result<std::vector<QueueInfo>> Engine::ListQueues() {
@@ -196,6 +228,7 @@ Status Engine::DeleteQueue(const std::string& queue) {
     if (!tx.DeleteQueue(queue)) return UnknownQueue(queue);
     return Ok{};
   });
+  ForgetQueues();
   if (st.ok()) Publish(StoreChange::kQueues);  // long-polls on it are answered not_found
   return st;
 }
@@ -221,72 +254,76 @@ Result<std::vector<TenantBacklog>> Engine::Backlog(const std::string& queue) {
 // ---- Jobs --------------------------------------------------------------------------
 
 void Engine::SubmitAsync(NewJob job, Micros caller_now, Done<SubmitOutcome> done) {
-  WriteAsync<SubmitOutcome>(
-      [job = std::move(job), caller_now](Tx& tx) -> Result<SubmitOutcome> {
-        auto q = LoadQueue(tx, job.queue);
-        if (!q) return UnknownQueue(job.queue);
-        SubmitOutcome out;
-        out.policy = q->policy.ForTenant(job.tenant);
-        out.policy_version = q->version;
-        // The bucket is read under its lock: admissions to one bucket are decided one
-        // at a time, whichever process makes them.
-        BucketState bucket = tx.LockBucket(job.queue, job.tenant);
-        const Micros now = tx.Now(caller_now);  // read once the lock is held
-        if (job.idempotency_key) {
-          if (auto seen = tx.SelectIdempotency(job.tenant, *job.idempotency_key)) {
-            if (seen->body_hash != job.body_hash) {
-              return MakeError(ErrorCode::kIdempotencyKeyReused,
-                               "this Idempotency-Key was used with a different request body");
-            }
-            out.job = tx.SelectJob(seen->job_id);
-            if (!out.job) return MakeError(ErrorCode::kInternal, "idempotent job vanished");
-            out.replayed = true;
-            out.decision.outcome = AdmissionOutcome::kAdmitted;
-            out.decision.estimated_start = out.job->estimated_start;
-            out.decision.remaining = std::max<int64_t>(0, out.policy.capacity - bucket.queued_cost);
-            return out;
-          }
-        }
-        AdmissionRequest req;
-        req.cost = job.cost;
-        req.not_before = job.not_before;
-        req.deadline = job.deadline;
-        if (!req.deadline && job.deadline_in_ms) {
-          req.deadline = now + *job.deadline_in_ms * kMicrosPerMilli;
-        }
-        if (!req.deadline && q->policy.default_deadline_ms > 0) {
-          req.deadline = now + q->policy.default_deadline_ms * kMicrosPerMilli;
-        }
-        out.decision = Admit(out.policy, bucket, req, now);
-        if (out.decision.outcome != AdmissionOutcome::kAdmitted) return out;
+  if (intake_) return intake_->Add(PendingSubmit{std::move(job), caller_now, std::move(done)});
+  std::vector<NewJob> one;
+  one.push_back(std::move(job));
+  SubmitManyAsync(std::move(one), caller_now,
+                  [done = std::move(done)](Result<std::vector<Result<SubmitOutcome>>> r) {
+                    if (!r.ok()) return done(r.error());
+                    done(std::move(r.value().front()));
+                  });
+}
 
-        JobRecord& j = out.job.emplace();
-        j.id = TimeOrderedId("job_", now, 6);
-        j.queue = job.queue;
-        j.tenant = job.tenant;
-        j.payload = job.payload;
-        j.cost = job.cost;
-        j.max_attempts = job.max_attempts.value_or(q->policy.max_attempts);
-        j.lease_ms = job.lease_ms.value_or(q->policy.lease_ms);
-        j.policy_version = q->version;
-        j.created_at = now;
-        j.not_before = job.not_before;
-        j.available_at = std::max(now, job.not_before.value_or(now));
-        j.deadline = req.deadline;
-        j.estimated_start = out.decision.estimated_start;
-        j.traceparent = job.traceparent;
-        tx.InsertJob(j);
-        tx.BucketAdmitted(job.queue, job.tenant, job.cost);
-        if (job.idempotency_key) {
-          tx.InsertIdempotency(job.tenant, *job.idempotency_key, job.body_hash, j.id, now);
-        }
-        return out;
-      },
-      [this, done = std::move(done)](Result<SubmitOutcome> r) {
-        if (r.ok() && r.value().job && !r.value().replayed) Publish(StoreChange::kWork);
-        done(std::move(r));
-      },
-      Driver::Sync::kDurable);
+void Engine::SubmitManyAsync(std::vector<NewJob> jobs, Micros caller_now,
+                             Done<std::vector<Result<SubmitOutcome>>> done) {
+  SubmitShared(std::make_shared<const std::vector<NewJob>>(std::move(jobs)), caller_now,
+               std::move(done));
+}
+
+void Engine::SubmitShared(std::shared_ptr<const std::vector<NewJob>> jobs, Micros caller_now,
+                          Done<std::vector<Result<SubmitOutcome>>> done) {
+  using Outcomes = std::vector<Result<SubmitOutcome>>;
+  WriteAsync<Outcomes>([jobs = std::move(jobs), caller_now](
+                           Tx& tx) -> Result<Outcomes> { return AdmitAll(tx, *jobs, caller_now); },
+                       [this, done = std::move(done)](Result<Outcomes> r) {
+                         if (r.ok()) {
+                           for (const Result<SubmitOutcome>& o : r.value()) {
+                             if (o.ok() && o.value().job && !o.value().replayed) {
+                               Publish(StoreChange::kWork);
+                               break;
+                             }
+                           }
+                         }
+                         done(std::move(r));
+                       },
+                       Driver::Sync::kDurable);
+}
+
+// One transaction for the submits that gathered. A batch that fails as a whole on its
+// own account (internal: a statement the database refused) may owe that to one job:
+// its jobs are then tried one by one, so that only that job fails.
+void Engine::SubmitBatch(std::vector<PendingSubmit> batch, std::function<void()> finished) {
+  auto jobs = std::make_shared<std::vector<NewJob>>();
+  jobs->reserve(batch.size());
+  Micros now = 0;
+  for (PendingSubmit& p : batch) {
+    now = std::max(now, p.now);
+    jobs->push_back(std::move(p.job));
+  }
+  auto waiting = std::make_shared<std::vector<PendingSubmit>>(std::move(batch));
+  SubmitShared(jobs, now,
+               [this, jobs, waiting, now,
+                finished = std::move(finished)](Result<std::vector<Result<SubmitOutcome>>> r) {
+                 finished();
+                 if (r.ok()) {
+                   for (size_t i = 0; i < waiting->size(); ++i) {
+                     (*waiting)[i].done(std::move(r.value()[i]));
+                   }
+                   return;
+                 }
+                 if (r.error().code != ErrorCode::kInternal || waiting->size() == 1) {
+                   for (PendingSubmit& p : *waiting) p.done(r.error());
+                   return;
+                 }
+                 for (size_t i = 0; i < waiting->size(); ++i) {
+                   SubmitManyAsync({(*jobs)[i]}, now,
+                                   [done = std::move((*waiting)[i].done)](
+                                       Result<std::vector<Result<SubmitOutcome>>> single) {
+                                     if (!single.ok()) return done(single.error());
+                                     done(std::move(single.value().front()));
+                                   });
+                 }
+               });
 }
 
 Result<JobRecord> Engine::GetJob(const std::string& id) {

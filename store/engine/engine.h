@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/engine/coalescer.h"
 #include "store/engine/driver.h"
 #include "store/store.h"
 
@@ -21,9 +22,10 @@ namespace sluice {
 
 struct EngineOptions {
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
-  // How long a token read from the store is served from memory. Another instance's
-  // change (revocation) reaches this one at once through the driver's channel; this
-  // bounds it when the channel is lost (docs/api.md: within one second).
+  // How long a token (or the fact that a queue exists) read from the store is served
+  // from memory. Another instance's change (a revocation, a deleted queue) reaches this
+  // one at once through the driver's channel; this bounds it when the channel is lost
+  // (docs/api.md: within one second).
   std::chrono::milliseconds token_ttl{500};
 };
 
@@ -46,6 +48,8 @@ class Engine : public Store {
   Result<std::vector<TenantBacklog>> Backlog(const std::string& queue) override;
 
   void SubmitAsync(NewJob job, Micros now, Done<SubmitOutcome> done) override;
+  void SubmitManyAsync(std::vector<NewJob> jobs, Micros now,
+                       Done<std::vector<Result<SubmitOutcome>>> done) override;
   Result<JobRecord> GetJob(const std::string& id) override;
   Result<QueuedJobExplanation> ExplainQueued(const JobRecord& job, Micros now) override;
 
@@ -86,17 +90,31 @@ class Engine : public Store {
 
   void ForgetToken(const std::string& id);
   void ForgetTokens();
+  void ForgetQueues();
   // Another process's change, from the driver.
   void Heard(StoreChange change);
   // A change committed here, for other processes.
-  // (Through a plain pointer: the driver's destructor still runs operations, whose
-  // completions publish, while driver_ is already empty.)
-  void Publish(StoreChange change) { publisher_->Publish(change); }
+  void Publish(StoreChange change) { live_driver_->Publish(change); }
+
+  // A submit waiting for its batch (when the driver asks for batches).
+  struct PendingSubmit {
+    NewJob job;
+    Micros now;
+    Done<SubmitOutcome> done;
+  };
+  void SubmitBatch(std::vector<PendingSubmit> batch, std::function<void()> finished);
+  void SubmitShared(std::shared_ptr<const std::vector<NewJob>> jobs, Micros now,
+                    Done<std::vector<Result<SubmitOutcome>>> done);
 
   static constexpr size_t kTokenCacheSize = 10000;
+  static constexpr size_t kQueueCacheSize = 10000;
+  static constexpr size_t kMaxIntakeBatch = 256;
 
   std::unique_ptr<Driver> driver_;
-  Driver* const publisher_;  // = driver_.get(), for as long as the driver lives
+  // = driver_.get(), for as long as the driver lives. Completions use it: the driver's
+  // destructor still runs queued operations, whose completions publish and start the
+  // next intake batch, while driver_ is already empty.
+  Driver* const live_driver_;
   EngineOptions options_;
   std::mutex tokens_mu_;
   struct CachedToken {
@@ -104,8 +122,13 @@ class Engine : public Store {
     std::chrono::steady_clock::time_point read_at;
   };
   std::unordered_map<std::string, CachedToken> token_cache_;  // guarded by tokens_mu_
+  std::mutex queues_mu_;
+  // Queues seen to exist, and when (CheckQueue).
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point>
+      known_queues_;  // guarded by queues_mu_
   std::mutex listener_mu_;
-  std::function<void(StoreChange)> listener_;  // guarded by listener_mu_
+  std::function<void(StoreChange)> listener_;         // guarded by listener_mu_
+  std::unique_ptr<Coalescer<PendingSubmit>> intake_;  // when the driver asks for batches
 };
 
 }  // namespace sluice

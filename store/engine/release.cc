@@ -15,6 +15,16 @@ namespace {
 // latest of their release times).
 constexpr Micros kCoalesceMicros = 1000;
 
+// The counter changes of a bucket's releases in this transaction, applied once at the
+// end (ReleasedCounters), in (queue, tenant) byte order: the order admissions take
+// bucket rows in too, so a lease and a batch of admissions never wait for each other.
+struct Released {
+  ScheduleInstant tat;
+  int64_t cost = 0;
+  int64_t count = 0;
+};
+using ReleasedCounters = std::map<std::pair<std::string, std::string>, Released>;
+
 BucketView ToView(size_t queue_index, const QueueInfo& q, const BucketHeadRow& row) {
   BucketView v;
   v.queue = queue_index;
@@ -32,7 +42,7 @@ BucketView ToView(size_t queue_index, const QueueInfo& q, const BucketHeadRow& r
 // requests in FIFO order until each has its max_jobs or nothing more is releasable.
 void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
                 const std::vector<const LeaseRequest*>& reqs, std::vector<LeaseOutcome*>& outs,
-                Micros now, Micros horizon) {
+                Micros now, Micros horizon, ReleasedCounters& released) {
   std::vector<QueueInfo> queues;
   std::vector<QueueView> qviews;
   std::vector<BucketView> bviews;
@@ -44,6 +54,11 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     QueueInfo q = QueueFromRowOrThrow(*row);
     QueueView qv;
     qv.leased = tx.LoadQueueStats(name).leased;
+    // Releases an earlier group of this transaction made are not in the rows yet.
+    for (auto it = released.lower_bound({name, ""});
+         it != released.end() && it->first.first == name; ++it) {
+      qv.leased += it->second.count;
+    }
     qv.max_inflight = q.policy.max_inflight;
     qv.paused = q.paused;
     size_t qi = queues.size();
@@ -53,6 +68,10 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     for (const BucketHeadRow& head : tx.BucketHeads(name, now)) {
       bviews.push_back(ToView(qi, queues[qi], head));
       tenants.push_back(head.tenant);
+      if (auto it = released.find({name, head.tenant}); it != released.end()) {
+        bviews.back().tat = it->second.tat;
+        bviews.back().leased += it->second.count;
+      }
     }
     if (auto at = tx.NextAvailable(name, now)) {
       if (!wake_at || *at < *wake_at) wake_at = at;
@@ -106,7 +125,10 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     }
     outs[r]->jobs.push_back(std::move(*job));
     ScheduleInstant tat = AfterRelease(b.policy, b.tat, b.head_cost, released_at);
-    tx.BucketReleased(queue, tenants[i], tat, b.head_cost);
+    Released& counters = released[{queue, tenants[i]}];
+    counters.tat = tat;
+    counters.cost += b.head_cost;
+    counters.count += 1;
     qviews[b.queue].leased += 1;
     refresh(i, tat, b.leased + 1);
   }
@@ -144,9 +166,13 @@ void LeaseAll(Tx& tx, const std::vector<LeaseRequest>& requests, std::vector<Lea
     it->second.first.push_back(&requests[i]);
     it->second.second.push_back(&outs[i]);
   }
+  ReleasedCounters released;
   for (const auto* key : order) {
     auto& [reqs, group_outs] = groups[*key];
-    LeaseGroup(tx, *key, reqs, group_outs, now, horizon);
+    LeaseGroup(tx, *key, reqs, group_outs, now, horizon, released);
+  }
+  for (const auto& [bucket, r] : released) {
+    tx.BucketReleased(bucket.first, bucket.second, r.tat, r.cost, r.count);
   }
 }
 

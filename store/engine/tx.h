@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -122,11 +123,28 @@ class Tx {
       const std::string& queue) = 0;
   // Queued jobs of a queue by tenant, FIFO: (tenant, cost, deadline).
   virtual std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) = 0;
+  // Several buckets of one queue at once, `tenants` distinct and in byte order (the
+  // order every transaction takes bucket locks in, so that two never wait for each
+  // other): the admission lock on each, then each one's state (missing: empty). A
+  // driver that locks nothing per bucket (one writer) may read them one by one.
+  virtual std::map<std::string, BucketState> LockBuckets(const std::string& queue,
+                                                         const std::vector<std::string>& tenants) {
+    std::map<std::string, BucketState> out;
+    for (const std::string& t : tenants) out.emplace(t, LockBucket(queue, t));
+    return out;
+  }
   // Counter changes, each in step with a job transition in the same transaction.
+  // BucketsAdmitted: BucketAdmitted for each (tenant, cost), one job each, applied in
+  // tenant byte order.
+  virtual void BucketsAdmitted(const std::string& queue,
+                               const std::vector<std::pair<std::string, int64_t>>& jobs) {
+    for (const auto& [tenant, cost] : jobs) BucketAdmitted(queue, tenant, cost);
+  }
   virtual void BucketAdmitted(const std::string& queue, const std::string& tenant,
                               int64_t cost) = 0;
+  // `count` jobs of total `cost` left the bucket (released), its TAT now `tat`.
   virtual void BucketReleased(const std::string& queue, const std::string& tenant,
-                              ScheduleInstant tat, int64_t cost) = 0;
+                              ScheduleInstant tat, int64_t cost, int64_t count) = 0;
   virtual void BucketLeaseEnded(const std::string& queue, const std::string& tenant,
                                 LeaseEnd end) = 0;
   virtual void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
@@ -136,6 +154,9 @@ class Tx {
 
   // Jobs.
   virtual void InsertJob(const JobRecord& job) = 0;
+  virtual void InsertJobs(const std::vector<JobRecord>& jobs) {
+    for (const JobRecord& j : jobs) InsertJob(j);
+  }
   virtual std::optional<JobRecord> SelectJob(const std::string& id) = 0;
   virtual bool JobExists(const std::string& id) = 0;
   // Queued cost ahead of job `id` in its bucket, among jobs available at `now`.

@@ -3,6 +3,26 @@
 #include <charconv>
 
 namespace sluice::pg {
+
+std::string ArrayLiteral(const std::vector<std::optional<std::string>>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    if (!values[i]) {
+      out += "NULL";
+      continue;
+    }
+    out += '"';
+    for (char c : *values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
 namespace {
 
 // libpq's messages end in a newline (or two); one line reads better in a log.

@@ -60,6 +60,11 @@ class Rows {
   std::unique_ptr<PGresult, decltype(&PQclear)> res_;
 };
 
+// A one-dimensional array parameter in text format ('{"a",NULL,"b\\"c"}'): every element
+// quoted (backslash and double quote escaped), NULL for nullopt; the statement casts it
+// ($1::text[], $2::bigint[]).
+std::string ArrayLiteral(const std::vector<std::optional<std::string>>& values);
+
 // Parameters in text format, NULL as nullopt.
 class Params {
  public:

@@ -72,7 +72,9 @@ bool Rollback(pg::Connection& conn) {
 }  // namespace
 
 PgDriver::PgDriver(const PgStoreOptions& options, std::unique_ptr<pg::Connection> first)
-    : uri_(options.uri), clock_(options.clock) {
+    : uri_(options.uri),
+      clock_(options.clock),
+      intake_batches_(static_cast<size_t>(std::max(0, options.intake_batches))) {
   const int n = std::max(1, options.pool);
   workers_.reserve(static_cast<size_t>(n));
   workers_.emplace_back([this, conn = std::move(first)]() mutable { WorkerLoop(std::move(conn)); });

@@ -47,6 +47,8 @@ struct PgStoreOptions {
   int pool = 8;                         // connections (and worker threads), at least 1
   PgClock clock = PgClock::kDatabase;   // whose clock decides (see PgClock)
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
+  // Batches of concurrent submits in flight at once (Driver::IntakeBatches); 0: none.
+  int intake_batches = 2;
 };
 
 class PgDriver final : public Driver {
@@ -71,6 +73,7 @@ class PgDriver final : public Driver {
   void Publish(StoreChange change) override;
   void Subscribe(std::function<void(StoreChange)> listener) override;
   bool MaintenanceLeader() override;
+  size_t IntakeBatches() const override { return intake_batches_; }
 
  private:
   enum class Kind { kDurable, kCommitted, kRead };
@@ -91,6 +94,7 @@ class PgDriver final : public Driver {
 
   const std::string uri_;
   const PgClock clock_;
+  const size_t intake_batches_;
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // workers sleep on it, with mu_

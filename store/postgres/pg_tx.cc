@@ -120,11 +120,15 @@ BucketState PgTx::OneBucket(const Rows& s) {
 // ---- Queues ------------------------------------------------------------------------
 
 std::optional<QueueRow> PgTx::LoadQueue(const std::string& name) {
+  // A queue this transaction holds the lock of cannot have changed since it was read.
+  if (auto it = locked_queues_.find(name); it != locked_queues_.end()) return it->second;
   return OneQueue(Run("select_queue", name));
 }
 
 std::optional<QueueRow> PgTx::LockQueue(const std::string& name) {
-  return OneQueue(Run("lock_queue", name));
+  auto row = OneQueue(Run("lock_queue", name));
+  if (row) locked_queues_.insert_or_assign(name, *row);
+  return row;
 }
 
 void PgTx::LockQueueBuckets(const std::string& name) { Run("lock_queue_buckets", name); }
@@ -143,16 +147,21 @@ std::vector<std::pair<QueueRow, QueueStats>> PgTx::ListQueues() {
 }
 
 void PgTx::UpsertQueue(const std::string& name, const std::string& policy, Micros now) {
+  locked_queues_.erase(name);
   Run("upsert_queue", name, policy, now);
 }
 
 bool PgTx::SetPaused(const std::string& name, bool paused, Micros now) {
+  locked_queues_.erase(name);
   return Run("set_paused", name, paused, now).affected() > 0;
 }
 
 int64_t PgTx::QueueBusy(const std::string& name) { return Run("queue_busy", name).Int(0, 0); }
 
-bool PgTx::DeleteQueue(const std::string& name) { return Run("delete_queue", name).affected() > 0; }
+bool PgTx::DeleteQueue(const std::string& name) {
+  locked_queues_.erase(name);
+  return Run("delete_queue", name).affected() > 0;
+}
 
 // ---- Buckets -----------------------------------------------------------------------
 
@@ -163,6 +172,28 @@ BucketState PgTx::LoadBucket(const std::string& queue, const std::string& tenant
 BucketState PgTx::LockBucket(const std::string& queue, const std::string& tenant) {
   Run("lock_bucket_key", queue, tenant);
   return OneBucket(Run("lock_bucket", queue, tenant));
+}
+
+std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
+                                                     const std::vector<std::string>& tenants) {
+  std::map<std::string, BucketState> out;
+  if (tenants.size() == 1) {  // the usual case: two short statements
+    Run("lock_bucket_key", queue, tenants.front());
+    out.emplace(tenants.front(), OneBucket(Run("select_bucket", queue, tenants.front())));
+    return out;
+  }
+  const std::string names = pg::ArrayLiteral({tenants.begin(), tenants.end()});
+  Run("lock_bucket_keys", queue, names);
+  for (const std::string& t : tenants) out.emplace(t, BucketState{});
+  Rows s = Run("select_buckets", queue, names);
+  for (int r = 0; r < s.size(); ++r) {
+    BucketState& b = out[s.Text(r, 0)];
+    b.tat = ScheduleInstant{s.Int(r, 1), s.Int(r, 2)};
+    b.queued_count = s.Int(r, 3);
+    b.queued_cost = s.Int(r, 4);
+    b.leased = s.Int(r, 5);
+  }
+  return out;
 }
 
 std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now) {
@@ -223,9 +254,21 @@ void PgTx::BucketAdmitted(const std::string& queue, const std::string& tenant, i
   Run("bucket_admitted", queue, tenant, cost);
 }
 
+void PgTx::BucketsAdmitted(const std::string& queue,
+                           const std::vector<std::pair<std::string, int64_t>>& jobs) {
+  if (jobs.empty()) return;
+  if (jobs.size() == 1) return BucketAdmitted(queue, jobs.front().first, jobs.front().second);
+  std::vector<std::optional<std::string>> tenants, costs;
+  for (const auto& [tenant, cost] : jobs) {
+    tenants.emplace_back(tenant);
+    costs.emplace_back(std::to_string(cost));
+  }
+  Run("buckets_admitted", queue, pg::ArrayLiteral(tenants), pg::ArrayLiteral(costs));
+}
+
 void PgTx::BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                          int64_t cost) {
-  Run("bucket_released", queue, tenant, tat.us, tat.frac, cost);
+                          int64_t cost, int64_t count) {
+  Run("bucket_released", queue, tenant, tat.us, tat.frac, cost, count);
 }
 
 void PgTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {
@@ -249,6 +292,37 @@ void PgTx::InsertJob(const JobRecord& j) {
   Run("insert_job", j.id, j.queue, j.tenant, j.payload, j.cost, j.max_attempts, j.lease_ms,
       j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline, j.estimated_start,
       j.traceparent);
+}
+
+void PgTx::InsertJobs(const std::vector<JobRecord>& jobs) {
+  if (jobs.empty()) return;
+  if (jobs.size() == 1) return InsertJob(jobs.front());
+  constexpr size_t kColumns = 14;
+  std::vector<std::vector<std::optional<std::string>>> cols(kColumns);
+  for (auto& c : cols) c.reserve(jobs.size());
+  auto num = [](int64_t v) { return std::optional<std::string>(std::to_string(v)); };
+  auto opt = [&](const std::optional<int64_t>& v) {
+    return v ? num(*v) : std::optional<std::string>();
+  };
+  for (const JobRecord& j : jobs) {
+    cols[0].emplace_back(j.id);
+    cols[1].emplace_back(j.queue);
+    cols[2].emplace_back(j.tenant);
+    cols[3].emplace_back(j.payload);
+    cols[4].push_back(num(j.cost));
+    cols[5].push_back(num(j.max_attempts));
+    cols[6].push_back(num(j.lease_ms));
+    cols[7].push_back(num(j.policy_version));
+    cols[8].push_back(num(j.created_at));
+    cols[9].push_back(opt(j.not_before));
+    cols[10].push_back(num(j.available_at));
+    cols[11].push_back(opt(j.deadline));
+    cols[12].push_back(num(j.estimated_start));
+    cols[13].push_back(j.traceparent);
+  }
+  pg::Params params;
+  for (const auto& c : cols) params.Add(pg::ArrayLiteral(c));
+  conn_.ExecPrepared("insert_jobs", params);
 }
 
 std::optional<JobRecord> PgTx::SelectJob(const std::string& id) {

@@ -5,6 +5,7 @@
 // A PgTx is used by one thread at a time, for one transaction.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "store/engine/tx.h"
@@ -20,9 +21,9 @@ namespace sluice {
 #define SLUICE_PG_STATEMENTS(X)                                                                \
   X(now) X(select_queue) X(lock_queue) X(queue_exists) X(queue_stats) X(list_queues)           \
   X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue) X(select_bucket)                 \
-  X(lock_bucket_key) X(lock_bucket) X(list_buckets) X(bucket_heads) X(bucket_head)             \
-  X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(bucket_released)                     \
-  X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job)      \
+  X(lock_bucket_key) X(lock_bucket) X(lock_bucket_keys) X(select_buckets) X(list_buckets) X(bucket_heads) X(bucket_head)             \
+  X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(buckets_admitted) X(bucket_released)                     \
+  X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job)      \
   X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)                   \
   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
@@ -77,9 +78,13 @@ class PgTx final : public Tx {
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
   std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
+  std::map<std::string, BucketState> LockBuckets(const std::string& queue,
+                                                 const std::vector<std::string>& tenants) override;
+  void BucketsAdmitted(const std::string& queue,
+                       const std::vector<std::pair<std::string, int64_t>>& jobs) override;
   void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
   void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                      int64_t cost) override;
+                      int64_t cost, int64_t count) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
   void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                       bool timed_out) override;
@@ -87,6 +92,7 @@ class PgTx final : public Tx {
                       bool expired) override;
 
   void InsertJob(const JobRecord& job) override;
+  void InsertJobs(const std::vector<JobRecord>& jobs) override;
   std::optional<JobRecord> SelectJob(const std::string& id) override;
   bool JobExists(const std::string& id) override;
   int64_t CostAhead(const std::string& queue, const std::string& tenant, const std::string& id,
@@ -133,6 +139,7 @@ class PgTx final : public Tx {
   BucketState OneBucket(const pg::Rows& rows);
 
   pg::Connection& conn_;
+  std::map<std::string, QueueRow> locked_queues_;  // rows LockQueue read (and locked)
   PgClock clock_;
 };
 

@@ -211,8 +211,8 @@ void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenan
 }
 
 void SqliteTx::BucketReleased(const std::string& queue, const std::string& tenant,
-                              ScheduleInstant tat, int64_t cost) {
-  db_.Prepare(sql_.bucket_released).BindAll(queue, tenant, tat.us, tat.frac, cost).Exec();
+                              ScheduleInstant tat, int64_t cost, int64_t count) {
+  db_.Prepare(sql_.bucket_released).BindAll(queue, tenant, tat.us, tat.frac, cost, count).Exec();
 }
 
 void SqliteTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {

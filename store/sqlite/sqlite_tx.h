@@ -16,16 +16,16 @@ namespace sluice {
 #define SLUICE_SQLITE_STATEMENTS(X)                                                                \
   X(select_queue)                                                                                  \
   X(queue_exists)                                                                                  \
-  X(queue_stats) X(list_queues) X(upsert_queue) X(set_paused) X(queue_busy) X(delete_queue)        \
-      X(select_bucket) X(list_buckets) X(bucket_heads) X(bucket_head) X(backlog_buckets)           \
-          X(backlog_jobs) X(bucket_admitted) X(bucket_released) X(bucket_lease_ended)              \
-              X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job) X(job_exists)      \
-                  X(cost_ahead) X(next_available) X(lease_job) X(complete_job)                     \
-                      X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) \
-                          X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                    \
-                              X(clean_idempotency_keys) X(select_idempotency)                      \
-                                  X(insert_idempotency) X(probe) X(insert_token) X(select_token)   \
-                                      X(list_tokens) X(revoke_token)
+  X(queue_stats)                                                                                   \
+  X(list_queues) X(upsert_queue) X(set_paused) X(queue_busy) X(delete_queue) X(select_bucket)      \
+      X(list_buckets) X(bucket_heads) X(bucket_head) X(backlog_buckets) X(backlog_jobs)            \
+          X(bucket_admitted) X(bucket_released) X(bucket_lease_ended) X(bucket_requeued)           \
+              X(bucket_dequeued) X(insert_job) X(select_job) X(job_exists) X(cost_ahead)           \
+                  X(next_available) X(lease_job) X(complete_job) X(select_live_lease)              \
+                      X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)        \
+                          X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)        \
+                              X(select_idempotency) X(insert_idempotency) X(probe) X(insert_token) \
+                                  X(select_token) X(list_tokens) X(revoke_token)
 
 struct SqliteStatements {
   // From store/sql/sqlite/statements.sql; throws if one is missing.
@@ -68,7 +68,7 @@ class SqliteTx final : public Tx {
   std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
   void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
   void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                      int64_t cost) override;
+                      int64_t cost, int64_t count) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
   void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                       bool timed_out) override;

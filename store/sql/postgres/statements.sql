@@ -76,6 +76,19 @@ SELECT pg_advisory_xact_lock(hashtextextended($1::text || chr(31) || $2::text, 0
 SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
 WHERE queue = $1::text AND tenant = $2::text FOR UPDATE;
 
+-- name: lock_bucket_keys
+-- LockBuckets: lock_bucket_key for each tenant of $2, one after the other in the array's
+-- order (the caller's: byte order), then select_buckets in a statement of its own, so
+-- that it reads what the admissions this one waited for committed.
+SELECT count(pg_advisory_xact_lock(hashtextextended($1::text || chr(31) || u.t, 0)))
+FROM unnest($2::text[]) AS u(t);
+
+-- name: select_buckets
+-- No row lock: admissions to a bucket take turns on its key (lock_bucket_keys), and the
+-- counter changes that follow (buckets_admitted) lock its row, in tenant order.
+SELECT tenant, tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
+WHERE queue = $1::text AND tenant = ANY($2::text[]);
+
 -- name: list_buckets
 SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
        (SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant
@@ -114,10 +127,23 @@ ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = buckets.queued_count + 
   queued_cost = buckets.queued_cost + excluded.queued_cost,
   admitted_total = buckets.admitted_total + 1;
 
+-- name: buckets_admitted
+-- bucket_admitted for each (tenant $2[i], cost $3[i]), one job each, the rows taken in
+-- tenant byte order.
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
+SELECT $1::text, u.t, count(*), sum(u.c)::bigint, count(*)
+FROM unnest($2::text[], $3::bigint[]) AS u(t, c)
+GROUP BY u.t ORDER BY u.t COLLATE "C"
+ON CONFLICT (queue, tenant) DO UPDATE SET
+  queued_count = buckets.queued_count + excluded.queued_count,
+  queued_cost = buckets.queued_cost + excluded.queued_cost,
+  admitted_total = buckets.admitted_total + excluded.admitted_total;
+
 -- name: bucket_released
-UPDATE buckets SET tat_us = $3::bigint, tat_frac = $4::bigint, queued_count = queued_count - 1,
-  queued_cost = queued_cost - $5::bigint, leased = leased + 1,
-  released_total = released_total + 1
+-- $6 jobs of total cost $5 left the bucket, its TAT now $3/$4.
+UPDATE buckets SET tat_us = $3::bigint, tat_frac = $4::bigint,
+  queued_count = queued_count - $6::bigint, queued_cost = queued_cost - $5::bigint,
+  leased = leased + $6::bigint, released_total = released_total + $6::bigint
 WHERE queue = $1::text AND tenant = $2::text;
 
 -- name: bucket_lease_ended
@@ -146,6 +172,20 @@ INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts
 VALUES ($1::text, $2::text, $3::text, 'queued', $4::text, $5::bigint, 0, $6::bigint,
   $7::bigint, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint, $13::bigint,
   $14::text);
+
+-- name: insert_jobs
+-- insert_job for each row of the arrays, in their order (so seq follows it).
+INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
+  policy_version, created_at, not_before, available_at, deadline_at, estimated_start,
+  traceparent)
+SELECT u.id, u.queue, u.tenant, 'queued', u.payload, u.cost, 0, u.max_attempts, u.lease_ms,
+  u.policy_version, u.created_at, u.not_before, u.available_at, u.deadline_at,
+  u.estimated_start, u.traceparent
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+  $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[],
+  $13::bigint[], $14::text[])
+  AS u(id, queue, tenant, payload, cost, max_attempts, lease_ms, policy_version, created_at,
+       not_before, available_at, deadline_at, estimated_start, traceparent);
 
 -- name: select_job
 SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,

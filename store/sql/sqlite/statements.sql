@@ -78,8 +78,9 @@ ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1,
   queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1;
 
 -- name: bucket_released
-UPDATE buckets SET tat_us = ?3, tat_frac = ?4, queued_count = queued_count - 1,
-  queued_cost = queued_cost - ?5, leased = leased + 1, released_total = released_total + 1
+-- ?6 jobs of total cost ?5 left the bucket, its TAT now ?3/?4.
+UPDATE buckets SET tat_us = ?3, tat_frac = ?4, queued_count = queued_count - ?6,
+  queued_cost = queued_cost - ?5, leased = leased + ?6, released_total = released_total + ?6
 WHERE queue = ?1 AND tenant = ?2;
 
 -- name: bucket_lease_ended
