@@ -488,6 +488,15 @@ Result<JobPage> Engine::ListJobs(const JobFilter& f) {
 // ---- Maintenance -------------------------------------------------------------------
 
 Result<MaintenanceCounts> Engine::ReapLeases(Micros caller_now) {
+  // First, in a transaction of its own (it locks bucket rows and nothing else): the
+  // counter changes the driver kept aside.
+  if (Status folded = Write<Ok>([](Tx& tx) -> Status {
+        tx.FoldCounters();
+        return Ok{};
+      });
+      !folded.ok()) {
+    return folded.error();
+  }
   auto r = Write<MaintenanceCounts>([caller_now](Tx& tx) -> Result<MaintenanceCounts> {
     return ReapLapsedLeases(tx, tx.Now(caller_now));
   });

@@ -145,6 +145,10 @@ class Tx {
   // `count` jobs of total `cost` left the bucket (released), its TAT now `tat`.
   virtual void BucketReleased(const std::string& queue, const std::string& tenant,
                               ScheduleInstant tat, int64_t cost, int64_t count) = 0;
+  // A driver may keep counter changes aside (so that an ack does not write its bucket's
+  // row) and show them in every read; this moves them into the buckets. Maintenance
+  // calls it; a driver that keeps nothing aside does nothing.
+  virtual void FoldCounters() {}
   virtual void BucketLeaseEnded(const std::string& queue, const std::string& tenant,
                                 LeaseEnd end) = 0;
   virtual void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,

@@ -286,6 +286,8 @@ void PgTx::BucketDequeued(const std::string& queue, const std::string& tenant, i
   Run("bucket_dequeued", queue, tenant, cost, Flag(expired));
 }
 
+void PgTx::FoldCounters() { Run("fold_bucket_deltas"); }
+
 // ---- Jobs --------------------------------------------------------------------------
 
 void PgTx::InsertJob(const JobRecord& j) {

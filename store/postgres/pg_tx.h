@@ -23,7 +23,7 @@ namespace sluice {
   X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue) X(select_bucket)                 \
   X(lock_bucket_key) X(lock_bucket) X(lock_bucket_keys) X(select_buckets) X(list_buckets) X(bucket_heads) X(bucket_head)             \
   X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(buckets_admitted) X(bucket_released)                     \
-  X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job)      \
+  X(bucket_lease_ended) X(fold_bucket_deltas) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job)      \
   X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)                   \
   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
@@ -93,6 +93,7 @@ class PgTx final : public Tx {
 
   void InsertJob(const JobRecord& job) override;
   void InsertJobs(const std::vector<JobRecord>& jobs) override;
+  void FoldCounters() override;
   std::optional<JobRecord> SelectJob(const std::string& id) override;
   bool JobExists(const std::string& id) override;
   int64_t CostAhead(const std::string& queue, const std::string& tenant, const std::string& id,

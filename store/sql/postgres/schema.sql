@@ -38,6 +38,22 @@ CREATE TABLE IF NOT EXISTS buckets (
   PRIMARY KEY (queue, tenant)
 );
 
+-- Leases that ended (a complete, a fail for good, a lease that ran out), not yet folded
+-- into their bucket's counters: an ack adds a row here instead of updating the bucket
+-- row, so it never waits for that row nor holds it while its commit is flushed. The
+-- maintenance leader folds them in (fold_bucket_deltas, every 250 ms); every reader of
+-- the counters adds what is still here.
+CREATE TABLE IF NOT EXISTS bucket_deltas (
+  id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  queue      text COLLATE "C" NOT NULL,
+  tenant     text COLLATE "C" NOT NULL,
+  leased     bigint NOT NULL,  -- leases ended: subtracted from the bucket's leased
+  succeeded  bigint NOT NULL,
+  failed     bigint NOT NULL,
+  timed_out  bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS bucket_deltas_bucket ON bucket_deltas (queue, tenant);
+
 -- Jobs. seq is admission order (FIFO within a bucket, rule 8); id is the opaque name.
 -- seq comes from an identity sequence: above every seq handed out before, which is all
 -- FIFO order and list cursors need (two concurrent transactions may commit their seqs

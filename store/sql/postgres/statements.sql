@@ -28,20 +28,29 @@ SELECT 1 FROM buckets WHERE queue = $1::text FOR UPDATE;
 SELECT 1 FROM queues WHERE name = $1::text;
 
 -- name: queue_stats
-SELECT COALESCE(SUM(queued_count), 0)::bigint, COALESCE(SUM(queued_cost), 0)::bigint,
-       COALESCE(SUM(leased), 0)::bigint, COALESCE(SUM(admitted_total), 0)::bigint,
-       COALESCE(SUM(released_total), 0)::bigint, COALESCE(SUM(succeeded_total), 0)::bigint,
-       COALESCE(SUM(failed_total), 0)::bigint, COALESCE(SUM(expired_total), 0)::bigint,
-       COALESCE(SUM(lease_timeouts_total), 0)::bigint
-FROM buckets WHERE queue = $1::text;
+-- With the ended leases not yet folded into the buckets (bucket_deltas).
+SELECT COALESCE(SUM(b.queued_count), 0)::bigint, COALESCE(SUM(b.queued_cost), 0)::bigint,
+       (COALESCE(SUM(b.leased), 0) - d.leased)::bigint,
+       COALESCE(SUM(b.admitted_total), 0)::bigint, COALESCE(SUM(b.released_total), 0)::bigint,
+       (COALESCE(SUM(b.succeeded_total), 0) + d.succeeded)::bigint,
+       (COALESCE(SUM(b.failed_total), 0) + d.failed)::bigint,
+       COALESCE(SUM(b.expired_total), 0)::bigint,
+       (COALESCE(SUM(b.lease_timeouts_total), 0) + d.timed_out)::bigint
+FROM (SELECT COALESCE(SUM(x.leased), 0) AS leased, COALESCE(SUM(x.succeeded), 0) AS succeeded,
+             COALESCE(SUM(x.failed), 0) AS failed, COALESCE(SUM(x.timed_out), 0) AS timed_out
+      FROM bucket_deltas x WHERE x.queue = $1::text) d
+LEFT JOIN buckets b ON b.queue = $1::text
+GROUP BY d.leased, d.succeeded, d.failed, d.timed_out;
 
 -- name: list_queues
 SELECT q.name, q.policy, q.version, q.paused,
        COALESCE(SUM(b.queued_count), 0)::bigint, COALESCE(SUM(b.queued_cost), 0)::bigint,
-       COALESCE(SUM(b.leased), 0)::bigint, COALESCE(SUM(b.admitted_total), 0)::bigint,
-       COALESCE(SUM(b.released_total), 0)::bigint, COALESCE(SUM(b.succeeded_total), 0)::bigint,
-       COALESCE(SUM(b.failed_total), 0)::bigint, COALESCE(SUM(b.expired_total), 0)::bigint,
-       COALESCE(SUM(b.lease_timeouts_total), 0)::bigint
+       (COALESCE(SUM(b.leased), 0) - (SELECT COALESCE(SUM(d.leased), 0) FROM bucket_deltas d WHERE d.queue = q.name))::bigint,
+       COALESCE(SUM(b.admitted_total), 0)::bigint, COALESCE(SUM(b.released_total), 0)::bigint,
+       (COALESCE(SUM(b.succeeded_total), 0) + (SELECT COALESCE(SUM(d.succeeded), 0) FROM bucket_deltas d WHERE d.queue = q.name))::bigint,
+       (COALESCE(SUM(b.failed_total), 0) + (SELECT COALESCE(SUM(d.failed), 0) FROM bucket_deltas d WHERE d.queue = q.name))::bigint,
+       COALESCE(SUM(b.expired_total), 0)::bigint,
+       (COALESCE(SUM(b.lease_timeouts_total), 0) + (SELECT COALESCE(SUM(d.timed_out), 0) FROM bucket_deltas d WHERE d.queue = q.name))::bigint
 FROM queues q LEFT JOIN buckets b ON b.queue = q.name GROUP BY q.name ORDER BY q.name;
 
 -- name: upsert_queue
@@ -54,14 +63,18 @@ ON CONFLICT (name) DO UPDATE SET policy = excluded.policy, version = queues.vers
 UPDATE queues SET paused = $2::boolean, updated_at = $3::bigint WHERE name = $1::text;
 
 -- name: queue_busy
-SELECT (COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0))::bigint FROM buckets
-WHERE queue = $1::text;
+SELECT (COALESCE(SUM(queued_count), 0) + COALESCE(SUM(leased), 0)
+        - (SELECT COALESCE(SUM(d.leased), 0) FROM bucket_deltas d WHERE d.queue = $1::text))::bigint
+FROM buckets WHERE queue = $1::text;
 
 -- name: delete_queue
+-- Its buckets go with it (ON DELETE CASCADE), and their unfolded deltas here.
+WITH deltas AS (DELETE FROM bucket_deltas WHERE queue = $1::text)
 DELETE FROM queues WHERE name = $1::text;
 
 -- name: select_bucket
-SELECT tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
+SELECT tat_us, tat_frac, queued_count, queued_cost,
+       leased - (SELECT COALESCE(SUM(d.leased), 0) FROM bucket_deltas d WHERE d.queue = $1::text AND d.tenant = $2::text) FROM buckets
 WHERE queue = $1::text AND tenant = $2::text;
 
 -- name: lock_bucket_key
@@ -90,17 +103,30 @@ SELECT tenant, tat_us, tat_frac, queued_count, queued_cost, leased FROM buckets
 WHERE queue = $1::text AND tenant = ANY($2::text[]);
 
 -- name: list_buckets
-SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
+-- With the ended leases not yet folded into the buckets (bucket_deltas).
+SELECT b.tenant, b.queued_count, b.queued_cost, b.leased - COALESCE(d.leased, 0), b.tat_us,
+       b.tat_frac,
        (SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant
         AND j.state = 'queued' ORDER BY j.seq LIMIT 1),
-       b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total,
-       b.lease_timeouts_total
-FROM buckets b WHERE b.queue = $1::text ORDER BY b.tenant;
+       b.admitted_total, b.released_total, b.succeeded_total + COALESCE(d.succeeded, 0),
+       b.failed_total + COALESCE(d.failed, 0), b.expired_total,
+       b.lease_timeouts_total + COALESCE(d.timed_out, 0)
+FROM buckets b
+LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased, SUM(x.succeeded) AS succeeded,
+                  SUM(x.failed) AS failed, SUM(x.timed_out) AS timed_out
+           FROM bucket_deltas x WHERE x.queue = $1::text GROUP BY x.tenant) d
+  ON d.tenant = b.tenant
+WHERE b.queue = $1::text ORDER BY b.tenant;
 
 -- name: bucket_heads
 -- Every bucket of a queue with an available head job: the bucket and its head, the head
 -- locked. A job another transaction holds (being canceled, say) is passed over.
-SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, h.seq, h.cost, h.deadline_at FROM buckets b
+-- Leased counts with the ended leases not yet folded in (bucket_deltas).
+SELECT b.tenant, b.tat_us, b.tat_frac, b.leased - COALESCE(d.leased, 0), h.seq, h.cost,
+       h.deadline_at
+FROM buckets b
+LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased FROM bucket_deltas x
+           WHERE x.queue = $1::text GROUP BY x.tenant) d ON d.tenant = b.tenant
 CROSS JOIN LATERAL (
   SELECT j.seq, j.cost, j.deadline_at FROM jobs j
   WHERE j.queue = b.queue AND j.tenant = b.tenant AND j.state = 'queued'
@@ -148,10 +174,28 @@ WHERE queue = $1::text AND tenant = $2::text;
 
 -- name: bucket_lease_ended
 -- A lease ended: succeeded ($3 = 1), failed for good ($4 = 1), by running out ($5 = 1).
-UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + $3::bigint,
-  failed_total = failed_total + $4::bigint,
-  lease_timeouts_total = lease_timeouts_total + $5::bigint
-WHERE queue = $1::text AND tenant = $2::text;
+-- A row of its own, not a change to the bucket's: an ack then never waits for the bucket
+-- row (which admissions and releases write) nor holds it while its commit is flushed.
+-- fold_bucket_deltas moves these into the buckets; until then readers add them.
+INSERT INTO bucket_deltas (queue, tenant, leased, succeeded, failed, timed_out)
+VALUES ($1::text, $2::text, 1, $3::bigint, $4::bigint, $5::bigint);
+
+-- name: fold_bucket_deltas
+-- The ended leases into their buckets, rows locked in (queue, tenant) byte order as
+-- everywhere else (and nothing else locked), so this never waits in a cycle.
+WITH d AS (DELETE FROM bucket_deltas RETURNING queue, tenant, leased, succeeded, failed,
+                                                timed_out),
+s AS (SELECT queue, tenant, SUM(leased) AS leased, SUM(succeeded) AS succeeded,
+             SUM(failed) AS failed, SUM(timed_out) AS timed_out
+      FROM d GROUP BY queue, tenant),
+l AS (SELECT b.queue, b.tenant FROM buckets b JOIN s ON s.queue = b.queue AND s.tenant = b.tenant
+      ORDER BY b.queue, b.tenant FOR UPDATE OF b)
+UPDATE buckets b SET leased = b.leased - s.leased::bigint,
+  succeeded_total = b.succeeded_total + s.succeeded::bigint,
+  failed_total = b.failed_total + s.failed::bigint,
+  lease_timeouts_total = b.lease_timeouts_total + s.timed_out::bigint
+FROM s JOIN l ON l.queue = s.queue AND l.tenant = s.tenant
+WHERE b.queue = s.queue AND b.tenant = s.tenant;
 
 -- name: bucket_requeued
 UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
