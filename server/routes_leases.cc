@@ -143,18 +143,23 @@ struct CarriedAcks {
   AckResults results;
 };
 
-// Parks the long-poll; the answer carries `acks`' results when given.
+// Parks the long-poll; the answer carries `acks`' results when given. Those acks are
+// durable whatever the lease comes to: should it fail, the answer is no jobs and the
+// acks' results (the next lease request meets that failure itself), not an error that
+// would leave the worker guessing about its acks.
 void ParkLease(App& app, LeaseAsk ask, Reply reply, std::shared_ptr<const CarriedAcks> acks) {
   app.dispatcher.LeaseAsync(
       std::move(ask.lease), ask.wait,
       [reply, acks = std::move(acks)](Result<std::vector<JobRecord>> jobs) {
         // On the dispatcher's thread: render elsewhere.
         reply.Later([jobs = std::move(jobs), acks](HttpResponse& res) {
-          if (!jobs.ok()) return RenderError(res, jobs.error());
+          if (!jobs.ok() && !acks) return RenderError(res, jobs.error());
           std::string body = "{\"jobs\":[";
-          for (const JobRecord& j : jobs.value()) {
-            if (&j != &jobs.value().front()) body += ',';
-            body += LeasedJobJson(j);
+          if (jobs.ok()) {
+            for (const JobRecord& j : jobs.value()) {
+              if (&j != &jobs.value().front()) body += ',';
+              body += LeasedJobJson(j);
+            }
           }
           body += ']';
           if (acks) {
