@@ -398,7 +398,12 @@ void Worker::HandlerLoop() {
     }
     Finish(client, *run, outcome);
     std::lock_guard lock(mu_);
-    running_.erase(run->context->job().id);
+    // Only this attempt's entry: with its ack carried, the job may already be leased
+    // again (a retry) under the same id.
+    if (auto it = running_.find(run->context->job().id);
+        it != running_.end() && it->second == run) {
+      running_.erase(it);
+    }
     cv_.notify_all();
   }
 }
