@@ -1,8 +1,11 @@
 // End-to-end throughput of a real sluiced, on either storage driver (bench/drivers.sh),
 // or of several sluiced on one PostgreSQL database (bench/cluster.sh): S submitter
 // threads submit N single jobs for T tenants over keep-alive HTTP while W worker threads
-// long-poll POST /v1/leases and complete each job they get, one after another on their
-// own connection. With --server URL (repeated), the servers are already running and
+// long-poll POST /v1/leases and complete the jobs they get on their own connection, as
+// --ack-mode says: `lease` (the default) carries the acks of a lease's jobs on the
+// worker's next lease request (or, once every job left is held so, on one POST
+// /v1/acks); `batch` sends one POST /v1/acks per lease's jobs; `single` one POST
+// /v1/jobs/{id}/complete per job. With --server URL (repeated), the servers are already running and
 // share one database: submitter s talks to server s mod K, worker w to server w mod K
 // (each thread keeps its one connection), the queue and tokens are set up through the
 // first; the exactly-once check is the same. The queue's rate is far above what the
@@ -22,11 +25,13 @@
 //                       PostgreSQL cluster (the postmaster, its children, and the
 //                       children it reaped during the run);
 //   check               every 202'd job completed exactly once: duplicates, missing
-//                       and unknown completions, non-202 submits and failed completes are
+//                       and unknown completions, non-202 submits and failed completes
+//                       (a per-item ack result other than succeeded counts as one) are
 //                       counted, and any of them makes the exit status 1.
 //
 // Usage: sluice-bench-e2e [--db PATH|postgres://...] [--jobs N] [--tenants T]
-//          [--submitters S] [--workers W] [--max-jobs 8] [--pg-pid PID]
+//          [--submitters S] [--workers W] [--max-jobs 8] [--ack-mode single|batch|lease]
+//          [--pg-pid PID]
 //          [--server-arg FLAG ...]
 //        sluice-bench-e2e --server URL [--server URL ...] [--sluiced-pid PID ...]
 //          [--queue NAME] [same load flags]
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> server_args, server_urls;
   std::vector<pid_t> sluiced_pids;
   std::string queue = "e2e";
+  std::string ack_mode = "lease";
   CLI::App cli{"sluice end-to-end throughput benchmark (submit, lease, complete)"};
   cli.add_option("--db", db, "SQLite file or postgres:// URI (default: a fresh SQLite file)");
   cli.add_option("--jobs", jobs, "jobs to submit")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
@@ -160,6 +166,10 @@ int main(int argc, char** argv) {
   cli.add_option("--workers", workers, "worker threads")->check(CLI::Range(1, 1024));
   cli.add_option("--max-jobs", max_jobs, "max_jobs of a lease")->check(CLI::Range(1, 1000));
   cli.add_option("--wait-ms", wait_ms, "wait_ms of a lease")->check(CLI::Range(0, 60000));
+  cli.add_option("--ack-mode", ack_mode,
+                 "how workers complete: lease (acks on the next lease request), batch (one "
+                 "POST /v1/acks per lease), single (one complete per job)")
+      ->check(CLI::IsMember({"single", "batch", "lease"}));
   cli.add_option("--stall-s", stall_s, "give up after this long without a completion")
       ->check(CLI::Range(1, 3600));
   cli.add_option("--pg-pid", pg_pid, "postmaster pid of the database's cluster, to count its CPU");
@@ -233,6 +243,7 @@ int main(int argc, char** argv) {
   // it, read after every thread joined).
   std::vector<std::string> ids(static_cast<size_t>(jobs));
   std::atomic<int64_t> next{0}, accepted{0}, completed{0};
+  std::atomic<int64_t> held{0};  // jobs done whose acks wait for a worker's next lease
   std::atomic<bool> submitting{true}, give_up{false};
   std::atomic<int64_t> last_submit_us{0}, last_progress_us{0};
   std::mutex mu;
@@ -254,49 +265,117 @@ int main(int argc, char** argv) {
   for (int w = 0; w < workers; ++w) {
     pool.emplace_back([&, w] {
       auto c = ClientFor(url_of(w), work_token);
-      const std::string lease = json{
-          {"queues", {queue}},
-          {"max_jobs", max_jobs},
-          {"wait_ms", wait_ms},
-          {"lease_ms", 600000},  // never lapses in a run
-          {"worker_id",
-           "w" + std::to_string(w)}}.dump();
+      const json lease = {{"queues", {queue}},
+                          {"max_jobs", max_jobs},
+                          {"wait_ms", wait_ms},
+                          {"lease_ms", 600000},  // never lapses in a run
+                          {"worker_id", "w" + std::to_string(w)}};
+      const std::string lease_text = lease.dump();
       std::vector<Completion> mine;
       int64_t my_leases = 0, my_empty = 0;
       auto error = [&](std::map<std::string, int64_t>& into, const std::string& what) {
         std::lock_guard lock(mu);
         ++into[what];
       };
+      auto answer = [](const httplib::Result& res) {
+        return res ? std::to_string(res->status) + " " + res->body
+                   : httplib::to_string(res.error());
+      };
+      // A job's completion, once its ack's 200 (or per-item result) was read.
+      auto completed_one = [&](const json& j, double at) {
+        const json& p = j["payload"];
+        mine.push_back({p["i"].get<int64_t>(), j["id"].get<std::string>(),
+                        (at - p["t_us"].get<double>()) / 1000.0, at});
+        ++completed;
+        last_progress_us = static_cast<int64_t>(at);
+      };
+      // The per-item results of a batch of acks of `done`: each must say succeeded.
+      auto tally = [&](const std::vector<json>& done, const json& results, double at) {
+        for (size_t i = 0; i < done.size(); ++i) {
+          const json r = results.is_array() && i < results.size() ? results[i] : json();
+          if (r.value("id", "") == done[i]["id"].get<std::string>() &&
+              r.value("state", "") == "succeeded") {
+            completed_one(done[i], at);
+          } else {
+            error(complete_errors, "ack result " + r.dump());
+          }
+        }
+      };
+      auto ack_of = [](const json& j) {
+        return json{{"id", j["id"]},
+                    {"lease_id", j["lease_id"]},
+                    {"outcome", "succeeded"},
+                    {"result", {{"ok", true}}}};
+      };
+      // Acks as one POST /v1/acks; false when the request itself failed (kept to retry).
+      auto post_acks = [&](const std::vector<json>& done) {
+        json acks = json::array();
+        for (const json& j : done) acks.push_back(ack_of(j));
+        auto res = c->Post("/v1/acks", json{{"acks", acks}}.dump(), "application/json");
+        const double at = since_us();
+        if (!res || res->status != 200) {
+          error(complete_errors, "acks: " + answer(res));
+          return false;
+        }
+        tally(done, json::parse(res->body)["results"], at);
+        return true;
+      };
+      std::vector<json> pending;  // --ack-mode lease: done, acks not yet sent
       while (!give_up.load()) {
         if (!submitting.load() && completed.load() >= accepted.load()) break;
-        auto res = c->Post("/v1/leases", lease, "application/json");
+        // Every job left is done and held for a next lease that would find nothing:
+        // send the acks now rather than long-poll for them.
+        if (!pending.empty() && !submitting.load() &&
+            completed.load() + held.load() >= accepted.load()) {
+          const auto n = static_cast<int64_t>(pending.size());
+          post_acks(pending);  // a failure is counted; its jobs stay missing
+          held -= n;
+          pending.clear();
+          continue;
+        }
+        std::string body = lease_text;
+        if (!pending.empty()) {
+          json with = lease;
+          with["acks"] = json::array();
+          for (const json& j : pending) with["acks"].push_back(ack_of(j));
+          body = with.dump();
+        }
+        auto res = c->Post("/v1/leases", body, "application/json");
         if (!res || res->status != 200) {
           std::lock_guard lock(mu);
           ++lease_errors;
-          std::fprintf(stderr, "lease: %s\n",
-                       res ? (std::to_string(res->status) + " " + res->body).c_str()
-                           : httplib::to_string(res.error()).c_str());
+          std::fprintf(stderr, "lease: %s\n", answer(res).c_str());
           if (lease_errors > 100) give_up = true;
-          continue;
+          continue;  // pending acks ride on the next try
         }
-        json got = json::parse(res->body)["jobs"];
+        const double at = since_us();
+        json answered = json::parse(res->body);
+        if (!pending.empty()) {
+          tally(pending, answered["acks"], at);
+          held -= static_cast<int64_t>(pending.size());
+          pending.clear();
+        }
+        const json& got = answered["jobs"];
         ++my_leases;
         if (got.empty()) ++my_empty;
-        for (const json& j : got) {
-          const std::string id = j["id"];
-          json body = {{"lease_id", j["lease_id"]}, {"result", {{"ok", true}}}};
-          auto done =
-              c->Post(("/v1/jobs/" + id + "/complete").c_str(), body.dump(), "application/json");
-          double at = since_us();
-          if (!done || done->status != 200) {
-            error(complete_errors, done ? std::to_string(done->status) + " " + done->body
-                                        : httplib::to_string(done.error()));
-            continue;
+        if (ack_mode == "lease") {
+          for (const json& j : got) pending.push_back(j);
+          held += static_cast<int64_t>(got.size());
+        } else if (ack_mode == "batch" && !got.empty()) {
+          post_acks(std::vector<json>(got.begin(), got.end()));
+        } else {
+          for (const json& j : got) {
+            const std::string id = j["id"];
+            json done_body = {{"lease_id", j["lease_id"]}, {"result", {{"ok", true}}}};
+            auto done = c->Post(("/v1/jobs/" + id + "/complete").c_str(), done_body.dump(),
+                                "application/json");
+            const double done_at = since_us();
+            if (!done || done->status != 200) {
+              error(complete_errors, answer(done));
+              continue;
+            }
+            completed_one(j, done_at);
           }
-          const json& p = j["payload"];
-          mine.push_back({p["i"].get<int64_t>(), id, (at - p["t_us"].get<double>()) / 1000.0, at});
-          ++completed;
-          last_progress_us = static_cast<int64_t>(at);
         }
         if (since_us() - static_cast<double>(last_progress_us.load()) > stall_s * 1e6 &&
             !submitting.load()) {
@@ -385,13 +464,16 @@ int main(int argc, char** argv) {
   const bool ok = non202 == 0 && bad_completes == 0 && duplicates == 0 && missing == 0 &&
                   unknown == 0 && lease_errors == 0 && !give_up.load() && server_agrees;
 
-  json out = {{"driver", !own_server ? "external" : on_pg ? "postgres" : "sqlite"},
+  json out = {{"driver", !own_server ? "external"
+                         : on_pg     ? "postgres"
+                                     : "sqlite"},
               {"servers", server_urls},
               {"jobs", jobs},
               {"tenants", tenants},
               {"submitters", submitters},
               {"workers", workers},
               {"max_jobs_per_lease", max_jobs},
+              {"ack_mode", ack_mode},
               {"accepted", accepted.load()},
               {"submit_s", Round(submit_s, 3)},
               {"submit_jobs_per_s", Round(static_cast<double>(accepted.load()) / submit_s, 0)},

@@ -38,6 +38,66 @@ Result<std::string> LeaseId(const json& body) {
   return *lease_id.value();
 }
 
+// The fields of a failed ack, as POST /v1/jobs/{id}/fail has them.
+Result<FailRequest> FailFields(const json& body) {
+  FailRequest fail;
+  auto error = StringField(body, "error", 4096);
+  if (!error.ok()) return error.error();
+  fail.error = error.value().value_or("");
+  auto retryable = BoolField(body, "retryable");
+  if (!retryable.ok()) return retryable.error();
+  fail.retryable = retryable.value().value_or(true);
+  auto retry_in = IntField(body, "retry_in_ms", 0, kMaxWorkerMs);
+  if (!retry_in.ok()) return retry_in.error();
+  fail.retry_in_ms = retry_in.value();
+  return fail;
+}
+
+// The JSON text of a result, as it is stored.
+std::string ResultText(const json& result) {
+  return result.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<AckItem> ReadAckItem(const json& item) {
+  if (!item.is_object()) return MakeError(ErrorCode::kBadRequest, "must be a JSON object");
+  if (Status st = RefuseUnknownFields(
+          item, {"id", "lease_id", "outcome", "result", "error", "retryable", "retry_in_ms"});
+      !st.ok()) {
+    return st.error();
+  }
+  AckItem ack;
+  auto id = StringField(item, "id", 200);
+  if (!id.ok()) return id.error();
+  if (!id.value()) return MakeError(ErrorCode::kBadRequest, "'id' is required");
+  ack.id = std::move(*id.value());
+  auto lease_id = LeaseId(item);
+  if (!lease_id.ok()) return lease_id.error();
+  ack.lease_id = std::move(lease_id.value());
+  auto outcome = StringField(item, "outcome", 16);
+  if (!outcome.ok()) return outcome.error();
+  if (outcome.value() != "succeeded" && outcome.value() != "failed") {
+    return MakeError(ErrorCode::kBadRequest, "'outcome' must be \"succeeded\" or \"failed\"");
+  }
+  ack.succeeded = outcome.value() == "succeeded";
+  if (ack.succeeded) {
+    for (const char* f : {"error", "retryable", "retry_in_ms"}) {
+      if (item.contains(f)) {
+        return MakeError(ErrorCode::kBadRequest,
+                         std::string("'") + f + "' is for a failed outcome only");
+      }
+    }
+    if (auto it = item.find("result"); it != item.end()) ack.result = ResultText(*it);
+    return ack;
+  }
+  if (item.contains("result")) {
+    return MakeError(ErrorCode::kBadRequest, "'result' is for a succeeded outcome only");
+  }
+  auto fail = FailFields(item);
+  if (!fail.ok()) return fail.error();
+  ack.fail = std::move(fail.value());
+  return ack;
+}
+
 Status CheckIdInPath(NameKind kind, std::string_view what, std::string_view id) {
   if (IsValidName(kind, id)) return Ok{};
   return MakeError(ErrorCode::kNotFound,
@@ -46,10 +106,43 @@ Status CheckIdInPath(NameKind kind, std::string_view what, std::string_view id) 
 
 }  // namespace
 
+Result<std::vector<AckItem>> ReadAckItems(const json& acks) {
+  if (!acks.is_array()) return MakeError(ErrorCode::kBadRequest, "'acks' must be an array");
+  if (acks.size() > kMaxAcks) {
+    return MakeError(ErrorCode::kBadRequest,
+                     "'acks' may carry at most " + std::to_string(kMaxAcks) + " items");
+  }
+  std::vector<AckItem> out;
+  out.reserve(acks.size());
+  for (size_t i = 0; i < acks.size(); ++i) {
+    auto ack = ReadAckItem(acks[i]);
+    const std::string where = "'acks'[" + std::to_string(i) + "]: ";
+    if (!ack.ok()) return MakeError(ErrorCode::kBadRequest, where + ack.error().detail);
+    for (const AckItem& seen : out) {
+      if (seen.id == ack.value().id) {
+        return MakeError(ErrorCode::kBadRequest,
+                         where + "job " + QuoteForMessage(seen.id) + " is acknowledged twice");
+      }
+    }
+    out.push_back(std::move(ack.value()));
+  }
+  return out;
+}
+
+Result<std::vector<AckItem>> ReadAcks(const json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"acks"}); !st.ok()) return st.error();
+  auto acks = body.find("acks");
+  if (acks == body.end() || !acks->is_array() || acks->empty()) {
+    return MakeError(ErrorCode::kBadRequest, "'acks' must be a non-empty array of acks");
+  }
+  return ReadAckItems(*acks);
+}
+
 Result<LeaseAsk> ReadLeaseRequest(const json& body, int64_t max_wait_ms) {
   if (Status st = RequireObject(body); !st.ok()) return st.error();
-  if (Status st =
-          RefuseUnknownFields(body, {"queues", "max_jobs", "wait_ms", "lease_ms", "worker_id"});
+  if (Status st = RefuseUnknownFields(
+          body, {"queues", "max_jobs", "wait_ms", "lease_ms", "worker_id", "acks"});
       !st.ok()) {
     return st.error();
   }
@@ -78,6 +171,11 @@ Result<LeaseAsk> ReadLeaseRequest(const json& body, int64_t max_wait_ms) {
   auto worker_id = NameField(body, "worker_id", NameKind::kWorkerId);
   if (!worker_id.ok()) return worker_id.error();
   ask.lease.worker_id = worker_id.value().value_or("");
+  if (auto acks = body.find("acks"); acks != body.end()) {
+    auto items = ReadAckItems(*acks);
+    if (!items.ok()) return items.error();
+    ask.acks = std::move(items.value());
+  }
   return ask;
 }
 
@@ -99,9 +197,7 @@ Result<CompleteAsk> ReadComplete(const json& body) {
   auto lease_id = LeaseId(body);
   if (!lease_id.ok()) return lease_id.error();
   CompleteAsk ask{std::move(lease_id.value()), std::nullopt};
-  if (auto it = body.find("result"); it != body.end()) {
-    ask.result = it->dump(-1, ' ', false, json::error_handler_t::replace);
-  }
+  if (auto it = body.find("result"); it != body.end()) ask.result = ResultText(*it);
   return ask;
 }
 
@@ -113,17 +209,9 @@ Result<FailAsk> ReadFail(const json& body) {
   }
   auto lease_id = LeaseId(body);
   if (!lease_id.ok()) return lease_id.error();
-  FailAsk ask{std::move(lease_id.value()), {}};
-  auto error = StringField(body, "error", 4096);
-  if (!error.ok()) return error.error();
-  ask.fail.error = error.value().value_or("");
-  auto retryable = BoolField(body, "retryable");
-  if (!retryable.ok()) return retryable.error();
-  ask.fail.retryable = retryable.value().value_or(true);
-  auto retry_in = IntField(body, "retry_in_ms", 0, kMaxWorkerMs);
-  if (!retry_in.ok()) return retry_in.error();
-  ask.fail.retry_in_ms = retry_in.value();
-  return ask;
+  auto fail = FailFields(body);
+  if (!fail.ok()) return fail.error();
+  return FailAsk{std::move(lease_id.value()), std::move(fail.value())};
 }
 
 Result<TokenRecord> ReadTokenRequest(const json& body) {

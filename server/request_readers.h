@@ -1,5 +1,5 @@
-// The readers of the JSON request bodies (submit, leases, heartbeat, complete, fail, token
-// creation, policies) and of the ids in paths: pure functions from the parsed body
+// The readers of the JSON request bodies (submit, leases, heartbeat, complete, fail, acks,
+// token creation, policies) and of the ids in paths: pure functions from the parsed body
 // (and the limits they need) to the plain request a route delegates, or the Error to
 // answer. Every field is checked against its type, range or name grammar, and unknown
 // fields are refused. No store, no authentication, no I/O; nothing throws.
@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "shaper/policy.h"
@@ -33,11 +34,27 @@ inline constexpr int64_t kMaxJobMs = 365LL * 24 * 3600 * 1000;
 // job without queue, tenant, idempotency key and trace context (the route's to set).
 Result<NewJob> ReadNewJob(const nlohmann::json& body);
 
+// Most acknowledgements one request (POST /v1/acks, or a lease request) may carry.
+inline constexpr size_t kMaxAcks = 100;
+
+// The acks of POST /v1/acks and of a lease request: an array of kMaxAcks items at most,
+// each {"id", "lease_id", "outcome": "succeeded" | "failed", "result"?: any JSON
+// (succeeded only), "error"?: <= 4096 bytes, "retryable"?: bool, "retry_in_ms"?:
+// 0-86400000 (those three failed only)}, no id twice. The id is only required to be a
+// string of at most 200 bytes: one sluice could not have issued is the route's to
+// answer (per item, not_found). An item in error refuses the whole array.
+Result<std::vector<AckItem>> ReadAckItems(const nlohmann::json& acks);
+
+// POST /v1/acks: {"acks": [1..kMaxAcks items, as ReadAckItems]}.
+Result<std::vector<AckItem>> ReadAcks(const nlohmann::json& body);
+
 // POST /v1/leases: {"queues": [1..100 queue names], "max_jobs"?: 1-100,
-// "wait_ms"?: 0-max_wait_ms, "lease_ms"?: 100-86400000, "worker_id"?: a worker id}.
+// "wait_ms"?: 0-max_wait_ms, "lease_ms"?: 100-86400000, "worker_id"?: a worker id,
+// "acks"?: [0..kMaxAcks items, as ReadAckItems], applied before the lease}.
 struct LeaseAsk {
   LeaseRequest lease;
   std::chrono::milliseconds wait{0};
+  std::optional<std::vector<AckItem>> acks;  // when the request carried "acks"
 };
 Result<LeaseAsk> ReadLeaseRequest(const nlohmann::json& body, int64_t max_wait_ms);
 

@@ -1,4 +1,5 @@
-// The worker protocol: POST /v1/leases (long-poll), /v1/jobs/{id}/complete, /fail.
+// The worker protocol: POST /v1/leases (long-poll, acks on the way in), /v1/acks (a
+// batch), /v1/jobs/{id}/complete, /fail, /heartbeat.
 #include <nlohmann/json.hpp>
 
 #include "common/utf8.h"
@@ -6,6 +7,7 @@
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/request_readers.h"
+#include "store/job_state.h"
 
 namespace sluice {
 namespace {
@@ -14,9 +16,10 @@ using nlohmann::json;
 
 // Authorizes and reads a long-poll for leases: a work token, a body that reads, and
 // queues the token may work on that exist.
-Result<LeaseAsk> ReadLease(App& app, const HttpRequest& req) {
+Result<LeaseAsk> ReadLease(App& app, const HttpRequest& req, Principal& caller) {
   auto who = app.auth.Require(req, Scope::kWork);
   if (!who.ok()) return who.error();
+  caller = who.value();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
   auto ask = ReadLeaseRequest(body.value(), app.max_wait_ms);
@@ -32,26 +35,164 @@ Result<LeaseAsk> ReadLease(App& app, const HttpRequest& req) {
   return ask;
 }
 
-void Lease(App& app, const HttpRequest& req, Reply reply) {
-  auto ask = ReadLease(app, req);
-  if (!ask.ok()) return reply.Send(ErrorResponse(ask.error()));
+// ---- Batch acks (POST /v1/acks, and acks riding on a lease request) ----------------
+
+using AckResults = std::vector<Result<JobRecord>>;
+using AckDone = std::function<void(Result<AckResults>)>;
+
+// Puts the store's results into their places among the screened ones, and tells the
+// dispatcher what ended, as the single routes do: a success may free a cap, a fail may
+// queue a retry.
+void Place(App& app, AckResults& stored, const std::vector<size_t>& where, AckResults& into) {
+  bool lease_ended = false;
+  bool work = false;
+  for (size_t i = 0; i < where.size(); ++i) {
+    if (stored[i].ok()) {
+      const bool succeeded = stored[i].value().state == JobState::kSucceeded;
+      lease_ended = lease_ended || succeeded;
+      work = work || !succeeded;
+    }
+    into[where[i]] = std::move(stored[i]);
+  }
+  if (lease_ended) app.dispatcher.NotifyLeaseEnded();
+  if (work) app.dispatcher.Notify();
+}
+
+// Applies `acks` in one store transaction and calls `done` (on a store thread, or here
+// when nothing reaches the store) with one result per ack, in order. Authorized as the
+// single acks are: an id sluice could not have issued, or (for a token limited to some
+// queues) a job of another queue, is not_found, and never reaches the store. The
+// dispatcher hears of what ended before `done` runs.
+void ApplyAcks(App& app, const Principal& who, std::vector<AckItem> acks, AckDone done) {
+  AckResults screened;
+  std::vector<AckItem> allowed;
+  std::vector<size_t> where;  // screened index of each allowed ack
+  for (AckItem& a : acks) {
+    Status st = CheckJobIdInPath(a.id);
+    if (st.ok() && who.queues) {
+      auto job = app.store.GetJob(a.id);
+      if (!job.ok()) {
+        st = job.error();
+      } else if (!who.MayWorkOn(job.value().queue)) {
+        st = MakeError(ErrorCode::kNotFound, "job " + QuoteForMessage(a.id) + " does not exist");
+      }
+    }
+    if (!st.ok()) {
+      screened.emplace_back(st.error());
+      continue;
+    }
+    where.push_back(screened.size());
+    screened.emplace_back(MakeError(ErrorCode::kInternal, "not acknowledged"));
+    allowed.push_back(std::move(a));
+  }
+  if (allowed.empty()) return done(std::move(screened));
+  app.store.AckManyAsync(std::move(allowed), app.clock.Now(),
+                         [&app, screened = std::move(screened), where = std::move(where),
+                          done = std::move(done)](Result<AckResults> r) mutable {
+                           if (!r.ok()) return done(r.error());
+                           Place(app, r.value(), where, screened);
+                           done(std::move(screened));
+                         });
+}
+
+// One ack's result: {"id", "state"}, or {"id", "error", "status", "detail"}.
+json AckResultJson(const std::string& id, const Result<JobRecord>& r) {
+  if (r.ok()) return {{"id", id}, {"state", JobStateName(r.value().state)}};
+  const ErrorCode code = r.error().code;
+  return {{"id", id},
+          {"error", ErrorCodeName(code)},
+          {"status", HttpStatusFor(code)},
+          {"detail", r.error().detail}};
+}
+
+json AckResultsJson(const std::vector<std::string>& ids, const AckResults& results) {
+  json out = json::array();
+  for (size_t i = 0; i < ids.size(); ++i) out.push_back(AckResultJson(ids[i], results[i]));
+  return out;
+}
+
+std::vector<std::string> AckIds(const std::vector<AckItem>& acks) {
+  std::vector<std::string> ids;
+  ids.reserve(acks.size());
+  for (const AckItem& a : acks) ids.push_back(a.id);
+  return ids;
+}
+
+void Acks(App& app, const HttpRequest& req, Reply reply) {
+  auto who = app.auth.Require(req, Scope::kWork);
+  if (!who.ok()) return reply.Send(ErrorResponse(who.error()));
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return reply.Send(ErrorResponse(body.error()));
+  auto acks = ReadAcks(body.value());
+  if (!acks.ok()) return reply.Send(ErrorResponse(acks.error()));
+  std::vector<std::string> ids = AckIds(acks.value());
+  ApplyAcks(app, who.value(), std::move(acks.value()),
+            [reply, ids = std::move(ids)](Result<AckResults> r) {
+              reply.Later([r = std::move(r), ids](HttpResponse& res) {
+                if (!r.ok()) return RenderError(res, r.error());
+                RenderJson(res, 200, {{"results", AckResultsJson(ids, r.value())}});
+              });
+            });
+}
+
+// ---- Leases ------------------------------------------------------------------------
+
+// The acks a lease request carried, with their results, rendered into its answer.
+struct CarriedAcks {
+  std::vector<std::string> ids;
+  AckResults results;
+};
+
+// Parks the long-poll; the answer carries `acks`' results when given. Those acks are
+// durable whatever the lease comes to: should it fail, the answer is no jobs and the
+// acks' results (the next lease request meets that failure itself), not an error that
+// would leave the worker guessing about its acks.
+void ParkLease(App& app, LeaseAsk ask, Reply reply, std::shared_ptr<const CarriedAcks> acks) {
   app.dispatcher.LeaseAsync(
-      std::move(ask.value().lease), ask.value().wait,
-      [reply](Result<std::vector<JobRecord>> jobs) {
+      std::move(ask.lease), ask.wait,
+      [reply, acks = std::move(acks)](Result<std::vector<JobRecord>> jobs) {
         // On the dispatcher's thread: render elsewhere.
-        reply.Later([jobs = std::move(jobs)](HttpResponse& res) {
-          if (!jobs.ok()) return RenderError(res, jobs.error());
+        reply.Later([jobs = std::move(jobs), acks](HttpResponse& res) {
+          if (!jobs.ok() && !acks) return RenderError(res, jobs.error());
           std::string body = "{\"jobs\":[";
-          for (const JobRecord& j : jobs.value()) {
-            if (&j != &jobs.value().front()) body += ',';
-            body += LeasedJobJson(j);
+          if (jobs.ok()) {
+            for (const JobRecord& j : jobs.value()) {
+              if (&j != &jobs.value().front()) body += ',';
+              body += LeasedJobJson(j);
+            }
           }
-          body += "]}";
+          body += ']';
+          if (acks) {
+            body += ",\"acks\":";
+            body += AckResultsJson(acks->ids, acks->results)
+                        .dump(-1, ' ', false, json::error_handler_t::replace);
+          }
+          body += '}';
           res.status = 200;
           res.set_content(std::move(body), "application/json");
         });
       },
       [reply] { return reply.PeerGone(); });
+}
+
+// The acks first (one transaction), then the long-poll as without them. Should the
+// acks' transaction fail, nothing is leased: the request answers that error (503).
+void Lease(App& app, const HttpRequest& req, Reply reply) {
+  Principal who;
+  auto ask = ReadLease(app, req, who);
+  if (!ask.ok()) return reply.Send(ErrorResponse(ask.error()));
+  if (!ask.value().acks) return ParkLease(app, std::move(ask.value()), reply, nullptr);
+  std::vector<AckItem> acks = std::move(*ask.value().acks);
+  auto lease = std::make_shared<LeaseAsk>(std::move(ask.value()));
+  auto ids = std::make_shared<std::vector<std::string>>(AckIds(acks));
+  ApplyAcks(app, who, std::move(acks), [&app, reply, lease, ids](Result<AckResults> r) {
+    if (!r.ok()) {
+      return reply.Later([e = r.error()](HttpResponse& res) { RenderError(res, e); });
+    }
+    auto carried =
+        std::make_shared<const CarriedAcks>(CarriedAcks{std::move(*ids), std::move(r.value())});
+    ParkLease(app, std::move(*lease), reply, std::move(carried));
+  });
 }
 
 // What complete, fail and heartbeat share: a work token, a job id that could exist, a
@@ -128,6 +269,8 @@ void Heartbeat(App& app, const HttpRequest& req, Reply reply) {
 void RegisterLeaseRoutes(Router& router, App& app) {
   router.AddLongPoll("POST", "/v1/leases",
                      [&app](const HttpRequest& req, Reply reply) { Lease(app, req, reply); });
+  router.AddAsync("POST", "/v1/acks",
+                  [&app](const HttpRequest& req, Reply reply) { Acks(app, req, reply); });
   router.AddAsync("POST", "/v1/jobs/{}/complete",
                   [&app](const HttpRequest& req, Reply reply) { Complete(app, req, reply); });
   router.AddAsync("POST", "/v1/jobs/{}/heartbeat",

@@ -164,6 +164,15 @@ struct FailRequest {
   std::optional<int64_t> retry_in_ms;
 };
 
+// One acknowledgement of a batch (Store::AckManyAsync): how a leased attempt ended.
+struct AckItem {
+  std::string id;
+  std::string lease_id;
+  bool succeeded = true;
+  std::optional<std::string> result;  // JSON text; when succeeded
+  FailRequest fail;                   // when not succeeded
+};
+
 enum class Scope { kSubmit, kWork, kAdmin };
 
 struct TokenRecord {
@@ -255,6 +264,16 @@ class Store {
                              Done<JobRecord> done) = 0;
   virtual void FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros now,
                          Done<JobRecord> done) = 0;
+  // Every ack in one durable transaction, each exactly as CompleteAsync or FailAsync
+  // would: one result per ack, in order. An ack that fails (lease_lost, not_found)
+  // changes nothing and leaves the others be; only a failed transaction
+  // (storage_unavailable) is an error of the whole, and then nothing changed.
+  virtual void AckManyAsync(std::vector<AckItem> acks, Micros now,
+                            Done<std::vector<Result<JobRecord>>> done) = 0;
+  Result<std::vector<Result<JobRecord>>> AckMany(const std::vector<AckItem>& acks, Micros now) {
+    return Await<std::vector<Result<JobRecord>>>(
+        [&](auto done) { AckManyAsync(acks, now, std::move(done)); });
+  }
   // Extends a live lease to now + extend_ms (default: the job's lease_ms).
   virtual void HeartbeatAsync(std::string id, std::string lease_id,
                               std::optional<int64_t> extend_ms, Micros now,

@@ -31,6 +31,45 @@ std::optional<std::string> OptionalString(const json& j, const char* key) {
   return it->get<std::string>();
 }
 
+json AckJson(const JobAck& a) {
+  json j = {
+      {"id", a.id}, {"lease_id", a.lease_id}, {"outcome", a.succeeded ? "succeeded" : "failed"}};
+  if (a.succeeded) {
+    j["result"] = a.result;
+  } else {
+    j["error"] = a.error;
+    j["retryable"] = a.retryable;
+    if (a.retry_in_ms) j["retry_in_ms"] = *a.retry_in_ms;
+  }
+  return j;
+}
+
+json AcksJson(const std::vector<JobAck>& acks) {
+  json out = json::array();
+  for (const JobAck& a : acks) out.push_back(AckJson(a));
+  return out;
+}
+
+// The per-item results of a batch: {"id","state"} or {"id","error","status","detail"}.
+Result<std::vector<AckResult>> ReadAckResults(const json& results, size_t expected) {
+  if (!results.is_array() || results.size() != expected) {
+    return MakeError(ErrorCode::kInternal, "the server answered the acks without their results");
+  }
+  std::vector<AckResult> out;
+  for (const json& r : results) {
+    if (r.is_object() && r.contains("state")) {
+      out.emplace_back(StringOr(r, "state"));
+      continue;
+    }
+    const std::string code = r.is_object() ? StringOr(r, "error") : "";
+    const int64_t status = r.is_object() ? r.value("status", int64_t{0}) : 0;
+    out.emplace_back(MakeError(
+        ParseErrorCode(code).value_or(ErrorCode::kInternal),
+        "HTTP " + std::to_string(status) + ": " + (r.is_object() ? StringOr(r, "detail") : "")));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<int64_t> LeasedJob::LeaseMs() const {
@@ -86,13 +125,36 @@ Result<json> WorkerClient::Post(const std::string& path, const json& body) {
 }
 
 Result<std::vector<LeasedJob>> WorkerClient::Lease(const LeaseOptions& options) {
+  std::vector<AckResult> none;
+  return Lease(options, {}, none);
+}
+
+Result<std::vector<AckResult>> WorkerClient::Acks(const std::vector<JobAck>& acks) {
+  auto r = Post("/v1/acks", {{"acks", AcksJson(acks)}});
+  if (!r.ok()) return r.error();
+  return ReadAckResults(r.value().value("results", json()), acks.size());
+}
+
+Result<std::vector<LeasedJob>> WorkerClient::Lease(const LeaseOptions& options,
+                                                   const std::vector<JobAck>& acks,
+                                                   std::vector<AckResult>& ack_results) {
   json body = {{"queues", options.queues},
                {"max_jobs", options.max_jobs},
                {"wait_ms", options.wait_ms},
                {"worker_id", worker_id_}};
   if (options.lease_ms) body["lease_ms"] = *options.lease_ms;
+  if (!acks.empty()) body["acks"] = AcksJson(acks);
   auto r = Post("/v1/leases", body);
   if (!r.ok()) return r.error();
+  ack_results.clear();
+  if (!acks.empty()) {
+    auto results = ReadAckResults(r.value().value("acks", json()), acks.size());
+    if (results.ok()) {
+      ack_results = std::move(results.value());
+    } else {  // the jobs leased are still this worker's
+      ack_results.assign(acks.size(), results.error());
+    }
+  }
   std::vector<LeasedJob> jobs;
   for (const json& j : r.value().value("jobs", json::array())) {
     LeasedJob l;

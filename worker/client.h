@@ -1,5 +1,6 @@
 // A small C++ client for the sluice worker protocol (DESIGN.md "HTTP API v1"): long-poll
-// leases, heartbeat, complete, fail. One call = one HTTP request, no retries: errors come
+// leases (acks riding along), heartbeat, complete, fail, batch acks. One call = one HTTP
+// request, no retries: errors come
 // back as sluice::Error with the server's code (IsTransient says whether to back off and
 // retry; worker/worker.h does that). One WorkerClient per thread: it owns one keep-alive
 // connection and its calls are serialized; only Interrupt() may be called from another
@@ -41,9 +42,25 @@ struct LeaseOptions {
   std::optional<int64_t> lease_ms;  // default: the job's own lease_ms
 };
 
+// How a job ended, as one item of POST /v1/acks (or of a lease request's "acks").
+struct JobAck {
+  std::string id;
+  std::string lease_id;
+  bool succeeded = true;
+  nlohmann::json result;  // when succeeded
+  std::string error;      // when not
+  bool retryable = true;
+  std::optional<int64_t> retry_in_ms;
+};
+
+// What one ack came to: the job's new state ("succeeded"; "queued" or "failed"), or the
+// server's error for that job (kLeaseLost, kNotFound, ...).
+using AckResult = Result<std::string>;
+
 class WorkerClient {
  public:
   static constexpr int kMaxJobsPerLease = 100;
+  static constexpr size_t kMaxAcksPerRequest = 100;  // the server's kMaxAcks
 
   // `base_url` like "http://127.0.0.1:8080"; `token` a work-scoped token (kept in
   // memory only, never logged); `worker_id` names this worker in the server's records.
@@ -51,6 +68,15 @@ class WorkerClient {
 
   // Waits up to `wait_ms` for up to `max_jobs` jobs; an empty vector when none came.
   Result<std::vector<LeasedJob>> Lease(const LeaseOptions& options);
+  // Lease, carrying `acks` (at most kMaxAcksPerRequest) that the server applies first;
+  // their results, in order, go to `ack_results`. On an error of the whole request the
+  // acks' fate is unknown unless it is kStorageUnavailable from the server (a 503:
+  // nothing was applied) or a 4xx (nothing was).
+  Result<std::vector<LeasedJob>> Lease(const LeaseOptions& options, const std::vector<JobAck>& acks,
+                                       std::vector<AckResult>& ack_results);
+  // POST /v1/acks: 1..kMaxAcksPerRequest acks in one request and one server
+  // transaction; one result per ack, in order.
+  Result<std::vector<AckResult>> Acks(const std::vector<JobAck>& acks);
   // Extends the lease to now + `extend_ms` (default: the job's lease_ms); returns the
   // new lease_expires_at. kLeaseLost when the lease is gone: stop working on the job.
   Result<std::string> Heartbeat(const LeasedJob& job, std::optional<int64_t> extend_ms);

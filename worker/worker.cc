@@ -46,6 +46,25 @@ std::string LogValue(std::string_view s) {
   return quote ? "\"" + out + "\"" : out;
 }
 
+JobAck AckOf(const LeasedJob& job, const JobOutcome& outcome) {
+  JobAck a;
+  a.id = job.id;
+  a.lease_id = job.lease_id;
+  a.succeeded = outcome.succeeded;
+  a.result = outcome.result;
+  a.error = outcome.error;
+  a.retryable = outcome.retryable;
+  a.retry_in_ms = outcome.retry_in_ms;
+  return a;
+}
+
+// One ack as its own POST /v1/acks.
+AckResult SendAck(WorkerClient& client, const JobAck& ack) {
+  auto r = client.Acks({ack});
+  if (!r.ok()) return r.error();
+  return std::move(r.value().at(0));
+}
+
 std::string DefaultWorkerId() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -209,15 +228,39 @@ void Worker::LeaseLoop() {
   int64_t failures = 0;
   while (true) {
     int n = 0;
+    std::vector<std::shared_ptr<CarriedAck>> carrying;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || FreeSlots() > 0; });
+      // A carried ack's job is done: its slot counts as free.
+      auto free = [&] { return FreeSlots() + static_cast<int>(carried_.size()); };
+      lease_idle_ = true;
+      cv_.wait(lock, [&] { return stopping_ || free() > 0; });
+      lease_idle_ = false;
       if (stopping_) break;
-      n = LeaseBatchSize(FreeSlots(), WorkerClient::kMaxJobsPerLease);
+      n = LeaseBatchSize(free(), WorkerClient::kMaxJobsPerLease);
+      const size_t take = std::min(carried_.size(), WorkerClient::kMaxAcksPerRequest);
+      carrying.assign(carried_.begin(), carried_.begin() + static_cast<std::ptrdiff_t>(take));
+      carried_.erase(carried_.begin(), carried_.begin() + static_cast<std::ptrdiff_t>(take));
     }
-    const int64_t wait_ms = JitteredWaitMs(options_.wait_ms, Random());
+    // A request that carries acks does not long-poll: their handlers wait for the
+    // answer. It takes what is there at once; the next request waits for more.
+    const int64_t wait_ms = carrying.empty() ? JitteredWaitMs(options_.wait_ms, Random()) : 0;
     const Clock::time_point sent = Clock::now();
-    auto jobs = lease_client_.Lease({options_.queues, n, wait_ms, options_.lease_ms});
+    std::vector<JobAck> acks;
+    for (const auto& c : carrying) acks.push_back(c->ack);
+    std::vector<AckResult> ack_results;
+    auto jobs =
+        lease_client_.Lease({options_.queues, n, wait_ms, options_.lease_ms}, acks, ack_results);
+    // Each carried ack's result to its handler; none when the request failed (a 503
+    // applied nothing; after a lost connection the handler's own try may find the job
+    // already acknowledged: lease_lost).
+    for (size_t i = 0; i < carrying.size(); ++i) {
+      carrying[i]->result.set_value(jobs.ok() ? std::optional<AckResult>(ack_results[i])
+                                              : std::nullopt);
+    }
+    // A refusal may be the acks' doing (a result over the body limit): their handlers
+    // send them on their own, and the next lease, without them, tells.
+    if (!jobs.ok() && !carrying.empty() && !IsTransient(jobs.error())) continue;
     int64_t delay_ms = 0;
     if (!jobs.ok()) {
       const Error& e = jobs.error();
@@ -263,8 +306,25 @@ void Worker::LeaseLoop() {
     }
   }
   std::lock_guard lock(mu_);
+  lease_idle_ = false;
+  for (auto& c : carried_) c->result.set_value(std::nullopt);  // their handlers send them
+  carried_.clear();
   lease_exited_ = true;
   cv_.notify_all();
+}
+
+std::optional<AckResult> Worker::Carry(Running& run, const JobAck& ack) {
+  auto carried = std::make_shared<CarriedAck>();
+  carried->ack = ack;
+  auto result = carried->result.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (!lease_idle_ || stopping_) return std::nullopt;
+    carried_.push_back(carried);
+    run.lease_over = true;  // done: no more heartbeats
+    cv_.notify_all();
+  }
+  return result.get();  // the leasing thread always answers (LeaseLoop)
 }
 
 void Worker::HeartbeatLoop() {
@@ -338,7 +398,12 @@ void Worker::HandlerLoop() {
     }
     Finish(client, *run, outcome);
     std::lock_guard lock(mu_);
-    running_.erase(run->context->job().id);
+    // Only this attempt's entry: with its ack carried, the job may already be leased
+    // again (a retry) under the same id.
+    if (auto it = running_.find(run->context->job().id);
+        it != running_.end() && it->second == run) {
+      running_.erase(it);
+    }
     cv_.notify_all();
   }
 }
@@ -353,10 +418,10 @@ void Worker::Finish(WorkerClient& client, Running& run, const JobOutcome& outcom
   if (run.context->reason() == StopReason::kLeaseLost) {
     result = "lease_lost";
   } else {
+    const JobAck mine = AckOf(job, outcome);
+    std::optional<AckResult> carried = Carry(run, mine);
     for (int64_t failures = 1;; ++failures) {
-      auto ack = outcome.succeeded
-                     ? client.Complete(job, outcome.result)
-                     : client.Fail(job, outcome.error, outcome.retryable, outcome.retry_in_ms);
+      AckResult ack = failures == 1 && carried ? std::move(*carried) : SendAck(client, mine);
       if (!ack.ok() && outcome.succeeded && !IsTransient(ack.error()) &&
           ack.error().code != ErrorCode::kLeaseLost) {
         // The result was refused (e.g. too large): record why rather than retry forever.

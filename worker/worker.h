@@ -1,7 +1,9 @@
 // The in-process worker loop over WorkerClient, for handlers written in C++ (and the
 // engine of the sluice-worker runtime). It leases only as many jobs as it has free
 // slots, runs each on one of `concurrency` handler threads, heartbeats while a handler
-// runs, and completes or fails the job with the handler's outcome. It reconnects with
+// runs, and completes or fails the job with the handler's outcome: when the leasing
+// thread is only waiting for a free slot, the ack rides on its next lease request
+// (ack and fetch in one round trip), else it goes at once as POST /v1/acks. It reconnects with
 // exponential backoff and full jitter (honoring Retry-After), jitters its long-polls,
 // and cancels a job whose lease is lost (409) or runs out. One log line per job.
 //
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,7 +129,17 @@ class Worker {
   void LeaseLoop();
   void HeartbeatLoop();
   void HandlerLoop();
+  // A finished job's ack handed to the leasing thread, and where its result goes
+  // (nothing: it was not delivered, or its fate is unknown; send it yourself).
+  struct CarriedAck {
+    JobAck ack;
+    std::promise<std::optional<AckResult>> result;
+  };
+
   void Finish(WorkerClient& client, Running& run, const JobOutcome& outcome);
+  // Hands `ack` to the leasing thread if it waits for a free slot, and waits for the
+  // result; nothing when it was not handed over or not delivered.
+  std::optional<AckResult> Carry(Running& run, const JobAck& ack);
   void CancelAll(StopReason reason);
   double Random();
   int FreeSlots() const;  // requires mu_
@@ -139,7 +152,9 @@ class Worker {
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Running>> running_;  // leased, not yet acked
   std::vector<std::shared_ptr<Running>> ready_;              // leased, not yet started
-  bool stopping_ = false;                                    // no more leasing
+  std::vector<std::shared_ptr<CarriedAck>> carried_;         // for the next lease request
+  bool lease_idle_ = false;    // the leasing thread waits for a free slot (or an ack)
+  bool stopping_ = false;      // no more leasing
   bool aborting_ = false;      // cut the long-poll, cancel running jobs
   bool lease_exited_ = false;  // the leasing thread is gone
   bool handlers_exit_ = false;

@@ -35,6 +35,37 @@ std::optional<QueueInfo> LoadQueue(Tx& tx, const std::string& name) {
   return QueueFromRowOrThrow(*row);
 }
 
+// A worker's acknowledgements, as the single and the batch operations share them. Each
+// is guarded (by the lease, then by the job's state) and writes nothing when the guard
+// fails, so a lost ack in a batch leaves the others be.
+Result<JobRecord> CompleteLeased(Tx& tx, const std::string& id, const std::string& lease_id,
+                                 const std::optional<std::string>& result, Micros now) {
+  auto job = tx.CompleteJob(id, lease_id, result, now);
+  if (!job) return LostOrMissing(tx, id);
+  tx.BucketLeaseEnded(job->queue, job->tenant, LeaseEnd{.succeeded = true});
+  return std::move(*job);
+}
+
+Result<JobRecord> FailLeased(Tx& tx, const std::string& id, const std::string& lease_id,
+                             const FailRequest& fail, Micros now,
+                             const std::function<double()>& unit_random) {
+  auto lease = tx.SelectLiveLease(id, lease_id, now);
+  if (!lease) return LostOrMissing(tx, id);
+  const AttemptEnd end{.error = fail.error,
+                       .retryable = fail.retryable,
+                       .timed_out = false,
+                       .delay_ms = fail.retry_in_ms};
+  auto backoff = [&] {
+    auto q = LoadQueue(tx, lease->queue);
+    if (!q) return int64_t{0};
+    return FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
+                               lease->attempt, unit_random());
+  };
+  auto job = EndLeasedAttempt(tx, *lease, end, now, backoff);
+  if (!job) return LostOrMissing(tx, id);
+  return std::move(*job);
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
@@ -393,10 +424,7 @@ void Engine::CompleteAsync(std::string id, std::string lease_id, std::optional<s
   WriteAsync<JobRecord>(
       [id = std::move(id), lease_id = std::move(lease_id), result = std::move(result),
        caller_now](Tx& tx) -> Result<JobRecord> {
-        auto job = tx.CompleteJob(id, lease_id, result, tx.Now(caller_now));
-        if (!job) return LostOrMissing(tx, id);
-        tx.BucketLeaseEnded(job->queue, job->tenant, LeaseEnd{.succeeded = true});
-        return std::move(*job);
+        return CompleteLeased(tx, id, lease_id, result, tx.Now(caller_now));
       },
       [this, done = std::move(done)](Result<JobRecord> r) {
         if (r.ok()) Publish(StoreChange::kLeaseEnded);
@@ -410,25 +438,43 @@ void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, M
   WriteAsync<JobRecord>(
       [this, id = std::move(id), lease_id = std::move(lease_id), fail = std::move(fail),
        caller_now](Tx& tx) -> Result<JobRecord> {
-        const Micros now = tx.Now(caller_now);
-        auto lease = tx.SelectLiveLease(id, lease_id, now);
-        if (!lease) return LostOrMissing(tx, id);
-        const AttemptEnd end{.error = fail.error,
-                             .retryable = fail.retryable,
-                             .timed_out = false,
-                             .delay_ms = fail.retry_in_ms};
-        auto backoff = [&] {
-          auto q = LoadQueue(tx, lease->queue);
-          if (!q) return int64_t{0};
-          return FullJitterBackoffMs(q->policy.retry_backoff_ms, q->policy.retry_backoff_max_ms,
-                                     lease->attempt, options_.unit_random());
-        };
-        auto job = EndLeasedAttempt(tx, *lease, end, now, backoff);
-        if (!job) return LostOrMissing(tx, id);
-        return std::move(*job);
+        return FailLeased(tx, id, lease_id, fail, tx.Now(caller_now), options_.unit_random);
       },
       [this, done = std::move(done)](Result<JobRecord> r) {
         if (r.ok()) Publish(StoreChange::kWork);  // a retry is queued, a cap freed
+        done(std::move(r));
+      },
+      Driver::Sync::kDurable);
+}
+
+void Engine::AckManyAsync(std::vector<AckItem> acks, Micros caller_now,
+                          Done<std::vector<Result<JobRecord>>> done) {
+  using Results = std::vector<Result<JobRecord>>;
+  WriteAsync<Results>(
+      [this, acks = std::move(acks), caller_now](Tx& tx) -> Result<Results> {
+        const Micros now = tx.Now(caller_now);
+        Results out;
+        out.reserve(acks.size());
+        for (const AckItem& a : acks) {
+          out.push_back(a.succeeded
+                            ? CompleteLeased(tx, a.id, a.lease_id, a.result, now)
+                            : FailLeased(tx, a.id, a.lease_id, a.fail, now, options_.unit_random));
+        }
+        return out;  // per-item errors are results: the transaction commits the rest
+      },
+      [this, done = std::move(done)](Result<Results> r) {
+        if (r.ok()) {
+          // As the single operations publish: a success ended a lease, a fail queued a
+          // retry or freed a cap.
+          bool lease_ended = false;
+          bool work = false;
+          for (const Result<JobRecord>& j : r.value()) {
+            if (!j.ok()) continue;
+            (j.value().state == JobState::kSucceeded ? lease_ended : work) = true;
+          }
+          if (lease_ended) Publish(StoreChange::kLeaseEnded);
+          if (work) Publish(StoreChange::kWork);
+        }
         done(std::move(r));
       },
       Driver::Sync::kDurable);

@@ -1,6 +1,7 @@
 // Fuzzes the JSON body readers of the endpoints (server/request_readers.h): the input
 // is a request body, read as ParseJsonObject reads it, then given to every reader (a
-// submit, lease, heartbeat, complete, fail, token creation, policy), and the input's text is
+// submit, lease, heartbeat, complete, fail, batch of acks, token creation, policy), and the
+// input's text is
 // checked as a job id and a token id in a path. Properties: no crash, exception or
 // sanitizer report; a refusal is a 400 (a path id: 404; a submit's deadline that can
 // never be met: deadline_invalid) with a valid UTF-8 detail;
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/names.h"
 #include "common/strict_json.h"
@@ -52,6 +54,35 @@ void CheckSubmit(const nlohmann::json& body) {
   }
 }
 
+// What ReadAckItems accepts: at most kMaxAcks items, no id twice, each with a lease id
+// and only the fields of its outcome, within the bounds of complete and fail.
+void CheckAckItems(const std::vector<AckItem>& acks) {
+  FUZZ_CHECK(acks.size() <= kMaxAcks);
+  for (size_t i = 0; i < acks.size(); ++i) {
+    const AckItem& a = acks[i];
+    FUZZ_CHECK(a.id.size() <= 200);
+    FUZZ_CHECK(!a.lease_id.empty() && a.lease_id.size() <= 200);
+    for (size_t k = 0; k < i; ++k) FUZZ_CHECK(acks[k].id != a.id);
+    if (a.succeeded) {
+      if (a.result) FUZZ_CHECK(ParseStrictJson(*a.result).ok());
+      FUZZ_CHECK(a.fail.error.empty() && a.fail.retryable && !a.fail.retry_in_ms);
+    } else {
+      FUZZ_CHECK(!a.result);
+      FUZZ_CHECK(a.fail.error.size() <= 4096);
+      if (a.fail.retry_in_ms) {
+        FUZZ_CHECK(*a.fail.retry_in_ms >= 0 && *a.fail.retry_in_ms <= kMaxWorkerMs);
+      }
+    }
+  }
+}
+
+void CheckBatchAcks(const nlohmann::json& body) {
+  auto r = ReadAcks(body);
+  if (Refused(r)) return;
+  FUZZ_CHECK(!r.value().empty());
+  CheckAckItems(r.value());
+}
+
 void CheckLease(const nlohmann::json& body) {
   auto r = ReadLeaseRequest(body, kMaxWaitMs);
   if (Refused(r)) return;
@@ -62,6 +93,7 @@ void CheckLease(const nlohmann::json& body) {
   FUZZ_CHECK(a.wait.count() >= 0 && a.wait.count() <= kMaxWaitMs);
   if (a.lease.lease_ms) FUZZ_CHECK(*a.lease.lease_ms >= 100 && *a.lease.lease_ms <= kMaxWorkerMs);
   if (!a.lease.worker_id.empty()) FUZZ_CHECK(IsValidName(NameKind::kWorkerId, a.lease.worker_id));
+  if (a.acks) CheckAckItems(*a.acks);
 }
 
 void CheckAcks(const nlohmann::json& body) {
@@ -124,6 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckSubmit(body.value());
   CheckLease(body.value());
   CheckAcks(body.value());
+  CheckBatchAcks(body.value());
   CheckToken(body.value());
   CheckPolicy(body.value());
   return 0;

@@ -110,6 +110,110 @@ TEST_CASE("heartbeat, complete and fail: lease_id required, their fields only") 
   }
 }
 
+TEST_CASE("acks: each item's outcome and its own fields, in order") {
+  auto r = ReadAcks(Parse(R"({"acks":[
+      {"id":"job_1","lease_id":"lse_1","outcome":"succeeded","result":{"rows":3}},
+      {"id":"job_2","lease_id":"lse_2","outcome":"succeeded"},
+      {"id":"job_3","lease_id":"lse_3","outcome":"failed","error":"boom","retryable":false,
+       "retry_in_ms":250},
+      {"id":"job_4","lease_id":"lse_4","outcome":"failed"}]})"));
+  REQUIRE(r.ok());
+  const std::vector<AckItem>& a = r.value();
+  REQUIRE(a.size() == 4);
+  CHECK(a[0].id == "job_1");
+  CHECK(a[0].lease_id == "lse_1");
+  CHECK(a[0].succeeded);
+  CHECK(a[0].result == std::string(R"({"rows":3})"));
+  CHECK(a[1].succeeded);
+  CHECK_FALSE(a[1].result);
+  CHECK_FALSE(a[2].succeeded);
+  CHECK(a[2].fail.error == "boom");
+  CHECK_FALSE(a[2].fail.retryable);
+  CHECK(a[2].fail.retry_in_ms == 250);
+  CHECK_FALSE(a[3].succeeded);
+  CHECK(a[3].fail.retryable);  // the defaults of POST /v1/jobs/{id}/fail
+  CHECK(a[3].fail.error.empty());
+  CHECK_FALSE(a[3].fail.retry_in_ms);
+}
+
+TEST_CASE("acks: a body or an item that does not fit refuses the whole request") {
+  const std::string ok = R"({"id":"job_1","lease_id":"l","outcome":"succeeded"})";
+  CHECK(Has(Refused(ReadAcks(Parse(R"({"acks":[]})"))), "non-empty"));
+  Refused(ReadAcks(Parse(R"({})")));
+  Refused(ReadAcks(Parse(R"({"acks":{}})")));
+  Refused(ReadAcks(Parse(R"([])")));
+  CHECK(Refused(ReadAcks(Parse(R"({"acks":[)" + ok + R"(],"more":1})"))) == "unknown field 'more'");
+  std::string hundred = R"({"acks":[)";
+  for (size_t i = 0; i < kMaxAcks; ++i) {
+    if (i > 0) hundred += ',';
+    hundred +=
+        json{{"id", "job_" + std::to_string(i)}, {"lease_id", "l"}, {"outcome", "failed"}}.dump();
+  }
+  CHECK(ReadAcks(Parse(hundred + "]}")).ok());
+  CHECK(Has(
+      Refused(ReadAcks(Parse(hundred + R"(,{"id":"job_x","lease_id":"l","outcome":"failed"}]})"))),
+      "at most 100"));
+  CHECK(Has(Refused(ReadAcks(Parse(R"({"acks":[)" + ok + "," + ok + "]}"))),
+            "'acks'[1]: job 'job_1' is acknowledged twice"));
+
+  struct Bad {
+    const char* item;
+    const char* says;
+  };
+  for (const Bad& b : std::initializer_list<Bad>{
+           {R"(7)", "object"},
+           {R"({"lease_id":"l","outcome":"succeeded"})", "'id' is required"},
+           {R"({"id":7,"lease_id":"l","outcome":"succeeded"})", "'id'"},
+           {R"({"id":"job_1","outcome":"succeeded"})", "'lease_id'"},
+           {R"({"id":"job_1","lease_id":"l"})", "'outcome'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"done"})", "'outcome'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":true})", "'outcome'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"succeeded","error":"x"})", "'error'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"succeeded","retry_in_ms":1})",
+            "'retry_in_ms'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"failed","result":1})", "'result'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"failed","retryable":"no"})", "'retryable'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"failed","retry_in_ms":86400001})",
+            "'retry_in_ms'"},
+           {R"({"id":"job_1","lease_id":"l","outcome":"failed","state":"x"})",
+            "unknown field 'state'"},
+       }) {
+    INFO(b.item);
+    std::string d = Refused(ReadAcks(Parse(std::string(R"({"acks":[)") + b.item + "]}")));
+    CHECK(Has(d, "'acks'[0]: "));
+    CHECK(Has(d, b.says));
+  }
+  CHECK(Has(Refused(ReadAcks(Parse(json{{"acks",
+                                         {{{"id", "job_1"},
+                                           {"lease_id", "l"},
+                                           {"outcome", "failed"},
+                                           {"error", std::string(4097, 'e')}}}}}
+                                       .dump()))),
+            "'error'"));
+}
+
+TEST_CASE("lease request: acks ride along, 0 to 100 of them, read as POST /v1/acks reads them") {
+  auto none = ReadLeaseRequest(Parse(R"({"queues":["q"]})"), 30000);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none.value().acks);
+  auto empty = ReadLeaseRequest(Parse(R"({"queues":["q"],"acks":[]})"), 30000);
+  REQUIRE(empty.ok());
+  REQUIRE(empty.value().acks);
+  CHECK(empty.value().acks->empty());
+  auto two = ReadLeaseRequest(
+      Parse(R"({"queues":["q"],"acks":[{"id":"job_1","lease_id":"a","outcome":"succeeded"},
+                {"id":"job_2","lease_id":"b","outcome":"failed","retry_in_ms":0}]})"),
+      30000);
+  REQUIRE(two.ok());
+  REQUIRE(two.value().acks);
+  REQUIRE(two.value().acks->size() == 2);
+  CHECK((*two.value().acks)[1].fail.retry_in_ms == 0);
+  CHECK(Has(Refused(ReadLeaseRequest(
+                Parse(R"({"queues":["q"],"acks":[{"id":"job_1","lease_id":"a"}]})"), 30000)),
+            "'acks'[0]: "));
+  Refused(ReadLeaseRequest(Parse(R"({"queues":["q"],"acks":null})"), 30000));
+}
+
 TEST_CASE("token request: scopes, a tenant name, queue names; nothing else") {
   auto t = ReadTokenRequest(Parse(R"({"scopes":["submit"],"tenant":"acme"})"));
   REQUIRE(t.ok());

@@ -97,5 +97,71 @@ TEST_CASE("a storage fault answers 503, loses nothing, and recovers on its own")
   INFO("accepted " << accepted);
 }
 
+TEST_CASE("a storage fault under acks on a lease request answers 503: nothing acked or leased") {
+  ServerProcess server;
+  auto admin = server.Client(server.admin_token());
+  REQUIRE(Call(*admin, "PUT", "/v1/admin/queues/q",
+               {{"rate", 1000}, {"capacity", 100000}, {"burst", 100}})
+              .status == 200);
+  auto submitter = server.Client(
+      Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"submit"}}, {"tenant", "acme"}})
+          .body["token"]);
+  auto worker =
+      server.Client(Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"work"}}}).body["token"]);
+  for (int i = 0; i < 60; ++i) {
+    REQUIRE(Call(*submitter, "POST", "/v1/queues/q/jobs", {{"payload", i}}).status == 202);
+  }
+  auto leased = Call(*worker, "POST", "/v1/leases",
+                     {{"queues", {"q"}}, {"max_jobs", 50}, {"lease_ms", 600000}});
+  REQUIRE(leased.status == 200);
+  const json jobs = leased.body["jobs"];
+  REQUIRE(jobs.size() == 50);
+  auto stats = [&] { return Call(*admin, "GET", "/v1/admin/queues/q").body["stats"]; };
+
+  const rlim_t cap = static_cast<rlim_t>(
+      std::max({FileSize(server.db_path()), FileSize(server.db_path() + "-wal"), int64_t{4096}}));
+  LimitFileSize(server.pid(), cap);
+  const std::string big(64 * 1024, 'x');  // each ack grows the WAL
+  auto ack_of = [&](const json& job) {
+    return json{{"id", job["id"]},
+                {"lease_id", job["lease_id"]},
+                {"outcome", "succeeded"},
+                {"result", big}};
+  };
+  size_t refused = jobs.size();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const json before = stats();
+    auto r = Call(*worker, "POST", "/v1/leases",
+                  {{"queues", {"q"}}, {"wait_ms", 0}, {"acks", {ack_of(jobs[i])}}});
+    if (r.status == 200) {  // the acks committed (the lease itself may not have)
+      CHECK(r.body["acks"][0]["state"] == "succeeded");
+      continue;
+    }
+    REQUIRE(r.status == 503);
+    CHECK(r.body["error"] == "storage_unavailable");
+    const json after = stats();
+    CHECK(after["queued"] == before["queued"]);  // nothing leased
+    CHECK(after["leased"] == before["leased"]);  // nothing acked
+    refused = i;
+    break;
+  }
+  REQUIRE(refused < jobs.size());
+  const std::string id = jobs[refused]["id"];
+  CHECK(Call(*admin, "GET", "/v1/jobs/" + id).body["state"] == "leased");
+
+  LimitFileSize(server.pid(), RLIM_INFINITY);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  json result;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = Call(*worker, "POST", "/v1/acks", {{"acks", {ack_of(jobs[refused])}}});
+    if (r.status == 200) {
+      result = r.body["results"][0];
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(result["state"] == "succeeded");  // the refused ack was never applied
+}
+
 }  // namespace
 }  // namespace sluice::testing
