@@ -268,11 +268,16 @@ class Store {
   // would: one result per ack, in order. An ack that fails (lease_lost, not_found)
   // changes nothing and leaves the others be; only a failed transaction
   // (storage_unavailable) is an error of the whole, and then nothing changed.
-  virtual void AckManyAsync(std::vector<AckItem> acks, Micros now,
+  // `queues`, if set: the caller may only ack jobs of these queues; another queue's job
+  // is not_found (as a missing one is) and is left as it is.
+  virtual void AckManyAsync(std::vector<AckItem> acks,
+                            std::optional<std::vector<std::string>> queues, Micros now,
                             Done<std::vector<Result<JobRecord>>> done) = 0;
-  Result<std::vector<Result<JobRecord>>> AckMany(const std::vector<AckItem>& acks, Micros now) {
+  Result<std::vector<Result<JobRecord>>> AckMany(
+      const std::vector<AckItem>& acks, Micros now,
+      const std::optional<std::vector<std::string>>& queues = std::nullopt) {
     return Await<std::vector<Result<JobRecord>>>(
-        [&](auto done) { AckManyAsync(acks, now, std::move(done)); });
+        [&](auto done) { AckManyAsync(acks, queues, now, std::move(done)); });
   }
   // Extends a live lease to now + extend_ms (default: the job's lease_ms).
   virtual void HeartbeatAsync(std::string id, std::string lease_id,

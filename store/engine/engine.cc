@@ -447,15 +447,23 @@ void Engine::FailAsync(std::string id, std::string lease_id, FailRequest fail, M
       Driver::Sync::kDurable);
 }
 
-void Engine::AckManyAsync(std::vector<AckItem> acks, Micros caller_now,
-                          Done<std::vector<Result<JobRecord>>> done) {
+void Engine::AckManyAsync(std::vector<AckItem> acks, std::optional<std::vector<std::string>> queues,
+                          Micros caller_now, Done<std::vector<Result<JobRecord>>> done) {
   using Results = std::vector<Result<JobRecord>>;
   WriteAsync<Results>(
-      [this, acks = std::move(acks), caller_now](Tx& tx) -> Result<Results> {
+      [this, acks = std::move(acks), queues = std::move(queues),
+       caller_now](Tx& tx) -> Result<Results> {
         const Micros now = tx.Now(caller_now);
         Results out;
         out.reserve(acks.size());
         for (const AckItem& a : acks) {
+          if (queues) {  // someone else's job reads as a missing one
+            auto job = tx.SelectJob(a.id);
+            if (!job || std::find(queues->begin(), queues->end(), job->queue) == queues->end()) {
+              out.push_back(MakeError(ErrorCode::kNotFound, "job '" + a.id + "' does not exist"));
+              continue;
+            }
+          }
           out.push_back(a.succeeded
                             ? CompleteLeased(tx, a.id, a.lease_id, a.result, now)
                             : FailLeased(tx, a.id, a.lease_id, a.fail, now, options_.unit_random));

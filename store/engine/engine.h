@@ -60,8 +60,8 @@ class Engine : public Store {
                      Micros now, Done<JobRecord> done) override;
   void FailAsync(std::string id, std::string lease_id, FailRequest fail, Micros now,
                  Done<JobRecord> done) override;
-  void AckManyAsync(std::vector<AckItem> acks, Micros now,
-                    Done<std::vector<Result<JobRecord>>> done) override;
+  void AckManyAsync(std::vector<AckItem> acks, std::optional<std::vector<std::string>> queues,
+                    Micros now, Done<std::vector<Result<JobRecord>>> done) override;
   void HeartbeatAsync(std::string id, std::string lease_id, std::optional<int64_t> extend_ms,
                       Micros now, Done<JobRecord> done) override;
   Result<JobRecord> Cancel(const std::string& id, Micros now) override;

@@ -165,5 +165,29 @@ TEST_CASE("AckMany: a lapsed lease is lost; a fail without delay takes the queue
   CHECK(results[1].value().available_at == f.now() + 500 * kMicrosPerMilli);
 }
 
+TEST_CASE("AckMany limited to some queues leaves another queue's job as it is", "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(1'000'000);
+  f.PutQueue("mine", p);
+  f.PutQueue("theirs", p);
+  f.Admit("mine", "acme");
+  f.Admit("theirs", "acme");
+  LeaseOutcome mine = f.Lease({"mine"}, 1);
+  LeaseOutcome theirs = f.Lease({"theirs"}, 1);
+  REQUIRE(mine.jobs.size() == 1);
+  REQUIRE(theirs.jobs.size() == 1);
+  auto r = f.store().AckMany({Succeeded(theirs.jobs[0]), Succeeded(mine.jobs[0])}, f.now(),
+                             std::vector<std::string>{"mine"});
+  REQUIRE(r.ok());
+  REQUIRE(r.value().size() == 2);
+  REQUIRE_FALSE(r.value()[0].ok());
+  CHECK(r.value()[0].error().code == ErrorCode::kNotFound);
+  REQUIRE(r.value()[1].ok());
+  CHECK(r.value()[1].value().state == JobState::kSucceeded);
+  auto untouched = f.store().GetJob(theirs.jobs[0].id);
+  REQUIRE(untouched.ok());
+  CHECK(untouched.value().state == JobState::kLeased);
+}
+
 }  // namespace
 }  // namespace sluice
