@@ -5,7 +5,9 @@
 #
 # Usage: bench/cluster.sh [rounds]            (default 3; 5 to 6 minutes a round here)
 #   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (8), WORKERS (8),
-#        MAX_JOBS (8) for sluice-bench-e2e, spread round-robin over the instances,
+#        MAX_JOBS (8), ACK_MODE (lease: a lease's acks ride on the worker's next lease
+#        request; batch: one POST /v1/acks per lease; single: one complete per job) for
+#        sluice-bench-e2e, spread round-robin over the instances,
 #        DB_POOL (8) sluiced --db-pool, INSTANCES ("1 2 3"); pg-boss: PGBOSS_INFLIGHT (50)
 #        concurrent sends, PGBOSS_WCONC (4) pollers per queue, PGBOSS_BATCH (100) jobs per
 #        fetch; PGBIN (/usr/lib/postgresql/15/bin); KEEP_DATA=1 keeps the data dirs;
@@ -57,6 +59,7 @@ TENANTS="${TENANTS:-10}"
 SUBMITTERS="${SUBMITTERS:-8}"
 WORKERS="${WORKERS:-8}"
 MAX_JOBS="${MAX_JOBS:-8}"
+ACK_MODE="${ACK_MODE:-lease}"
 DB_POOL="${DB_POOL:-8}"
 INSTANCES="${INSTANCES:-1 2 3}"
 PGBOSS_VERSION=10.4.2
@@ -181,7 +184,7 @@ run_sluice() {
   b0="$(busy_ticks)" t0="$(now_s)"
   { TIMEFORMAT='%U %S'; time SLUICE_ADMIN_TOKEN="$ADMIN" timeout -k 5 900 "$E2E" "${e2e_args[@]}" \
       --jobs "$JOBS" --tenants "$TENANTS" --submitters "$SUBMITTERS" --workers "$WORKERS" \
-      --max-jobs "$MAX_JOBS" >"$file.json" 2>"$file.err" || rc=$?; } 2>"$file.time"
+      --max-jobs "$MAX_JOBS" --ack-mode "$ACK_MODE" >"$file.json" 2>"$file.err" || rc=$?; } 2>"$file.time"
   b1="$(busy_ticks)" t1="$(now_s)"
   for u in "${urls[@]}"; do hand="$hand${hand:+/}$(handouts "$u" || echo '?')"; done
   for i in "${pids[@]}"; do
@@ -263,7 +266,7 @@ CONFIGS+=(pgboss)
 echo "==> a private PostgreSQL 15 cluster (fsync on, synchronous_commit on, max_connections $MAX_CONN)"
 start_postgres "$ROOT/$OUT" -c max_connections="$MAX_CONN"
 echo "   on 127.0.0.1:$PGPORT, data in ${PGDIR#"$ROOT/"}, postmaster pid $PM_PID"
-echo "==> $ROUNDS round(s) of ${CONFIGS[*]}: $JOBS jobs, $TENANTS tenants; sluice: $SUBMITTERS submitters, $WORKERS workers (max_jobs $MAX_JOBS), --db-pool $DB_POOL; pg-boss: $PGBOSS_INFLIGHT concurrent sends, $PGBOSS_WCONC pollers x batch $PGBOSS_BATCH per queue; raw outputs: $PREFIX-*"
+echo "==> $ROUNDS round(s) of ${CONFIGS[*]}: $JOBS jobs, $TENANTS tenants; sluice: $SUBMITTERS submitters, $WORKERS workers (max_jobs $MAX_JOBS, acks: $ACK_MODE), --db-pool $DB_POOL; pg-boss: $PGBOSS_INFLIGHT concurrent sends, $PGBOSS_WCONC pollers x batch $PGBOSS_BATCH per queue; raw outputs: $PREFIX-*"
 LOADS=()
 for ((r = 1; r <= ROUNDS; r++)); do
   LOADS+=("$(cut -d" " -f1-3 /proc/loadavg)")
@@ -286,7 +289,7 @@ done
 summary() {
   echo
   echo "cluster benchmark $STAMP, $REV: $(nproc) cores, load average at each round's start: $(IFS=';'; echo "${LOADS[*]}"), at the end $(cut -d" " -f1-3 /proc/loadavg)"
-  echo "$JOBS jobs, $TENANTS tenants, single submits while workers run; sluice: $SUBMITTERS submitting threads, $WORKERS workers (lease max_jobs $MAX_JOBS, one complete per job), --db-pool $DB_POOL per instance; pg-boss $PGBOSS_VERSION: $PGBOSS_INFLIGHT concurrent sends, $PGBOSS_WCONC pollers x batch $PGBOSS_BATCH per queue"
+  echo "$JOBS jobs, $TENANTS tenants, single submits while workers run; sluice: $SUBMITTERS submitting threads, $WORKERS workers (lease max_jobs $MAX_JOBS, acks: $ACK_MODE), --db-pool $DB_POOL per instance; pg-boss $PGBOSS_VERSION: $PGBOSS_INFLIGHT concurrent sends, $PGBOSS_WCONC pollers x batch $PGBOSS_BATCH per queue"
   echo "PostgreSQL 15 private cluster, default settings (fsync, synchronous_commit on), max_connections $MAX_CONN; SQLite --synchronous FULL"
   echo
   echo "| | completed jobs/s: rounds | median | × pg-boss (median of rounds) | submit/s | latency p50 / p99 ms | CPU µs/job: sluiced / postgres / client | other load, cores | PG xacts / WAL flushes per job | handouts per instance (last round) | exactly once |"
