@@ -431,8 +431,12 @@ TEST_CASE("cluster: inflight caps and fairness hold across three instances",
   std::thread monitor([&] {
     while (!stop_monitor) {
       const auto rows = cluster.Query(
-          "SELECT tenant, count(*), (SELECT coalesce(max(leased), 0) FROM buckets WHERE queue = "
-          "'capped') FROM jobs WHERE queue = 'capped' AND state = 'leased' GROUP BY tenant");
+          // The bucket counter as the lease decisions read it: the row less the ended
+          // leases not folded into it yet (bucket_deltas).
+          "SELECT tenant, count(*), (SELECT coalesce(max(b.leased - coalesce((SELECT "
+          "sum(d.leased) FROM bucket_deltas d WHERE d.queue = b.queue AND d.tenant = "
+          "b.tenant), 0)), 0) FROM buckets b WHERE b.queue = 'capped') FROM jobs WHERE queue "
+          "= 'capped' AND state = 'leased' GROUP BY tenant");
       int64_t total = 0;
       for (const auto& row : rows) {
         const int64_t n = std::stoll(*row[1]);
