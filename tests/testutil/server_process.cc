@@ -166,7 +166,11 @@ HttpResult Call(httplib::Client& c, const std::string& method, const std::string
 }
 
 std::vector<std::string> FaketimeEnv(const std::string& offset) {
-  return {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "FAKETIME=" + offset};
+  // Only the wall clock: skew between hosts is a matter of CLOCK_REALTIME (monotonic
+  // clocks have no common epoch), and libfaketime 0.9.10 faking CLOCK_MONOTONIC breaks
+  // timed waits (a condition_variable::wait_for of 100 ms under +7s never returned).
+  return {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "FAKETIME=" + offset,
+          "FAKETIME_DONT_FAKE_MONOTONIC=1"};
 }
 
 httplib::Headers Bearer(const std::string& token, httplib::Headers extra) {
