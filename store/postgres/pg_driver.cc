@@ -120,9 +120,14 @@ void PgDriver::Subscribe(std::function<void(StoreChange)> listener) {
 
 bool PgDriver::MaintenanceLeader() { return channel_ && channel_->leader(); }
 
-void PgDriver::Write(Op op, Done done, Sync sync) {
-  Enqueue(Task{std::move(op), std::move(done),
-               sync == Sync::kDurable ? Kind::kDurable : Kind::kCommitted});
+void PgDriver::Write(Op op, Done done, Sync /*sync*/) {
+  // kCommitted is answered as kDurable here. On SQLite a commit that is not flushed
+  // yet survives a crash of any process (only a power loss forgets it); on PostgreSQL,
+  // synchronous_commit off is lost to a crash of the server itself, which would hand a
+  // leased job out again while its first worker still runs it (two live leases: over
+  // the concurrency caps). The flush is group-committed and leases are committed
+  // ahead of their release time (the lookahead), so it costs little.
+  Enqueue(Task{std::move(op), std::move(done), Kind::kDurable});
 }
 
 std::optional<Error> PgDriver::Read(const Op& op) {
@@ -198,10 +203,7 @@ std::unique_ptr<pg::Connection> PgDriver::Connect(std::string* why) {
 
 std::optional<Error> PgDriver::Run(std::unique_ptr<pg::Connection>& conn, const Task& task) {
   const char* begin = "BEGIN ISOLATION LEVEL READ COMMITTED";
-  if (task.kind == Kind::kCommitted) {
-    // Answered once committed, not flushed: what kCommitted promises, and no more.
-    begin = "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = off";
-  } else if (task.kind == Kind::kRead) {
+  if (task.kind == Kind::kRead) {
     begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
   }
   for (int attempt = 1;; ++attempt) {

@@ -7,8 +7,8 @@
 //
 // Invariants:
 //   1. An operation's `done` is called once, on a worker thread: with nothing only after
-//      its COMMIT returned (synchronous_commit on: durable; for Sync::kCommitted the
-//      transaction sets it off, and the commit is visible but may be lost to a crash).
+//      its COMMIT returned, with synchronous_commit on: durable, for Sync::kCommitted
+//      too (a lease, see Write).
 //   2. An operation that fails with serialization_failure, deadlock_detected,
 //      unique_violation or foreign_key_violation (it raced another transaction), or that
 //      lost its connection before COMMIT, runs again in a fresh transaction, up to
@@ -76,7 +76,7 @@ class PgDriver final : public Driver {
   size_t IntakeBatches() const override { return intake_batches_; }
 
  private:
-  enum class Kind { kDurable, kCommitted, kRead };
+  enum class Kind { kDurable, kRead };
   struct Task {
     Op op;
     Done done;
