@@ -26,7 +26,8 @@ class Driver {
 
   // Whether the caller hears back once the change is durable (kDurable) or once it is
   // committed and visible to every reader (kCommitted: a power loss may forget it; a
-  // lease, whose loss leaves its job queued, is answered so).
+  // lease, whose loss leaves its job queued, is answered so). The least a driver gives:
+  // PostgreSQL answers kCommitted as kDurable (PgDriver::Write says why).
   enum class Sync { kDurable, kCommitted };
 
   // An operation: reads and writes through the Tx; an Error rolls back its changes.

@@ -154,6 +154,7 @@ class Workers {
   void Run(int instance, int k) {
     std::mt19937 rng(static_cast<unsigned>(instance * 100 + k));
     InstanceConn conn(cluster_[instance], token_, 15);
+    const std::string who = "instance " + std::to_string(instance);  // its counters' prefix
     const json request = {{"queues", {queue_}},
                           {"max_jobs", 1},
                           {"wait_ms", 500},
@@ -166,12 +167,10 @@ class Workers {
           ledger_.Anomaly("lease answered " + std::to_string(r->status) + ": " + r->body.dump());
         }
         ledger_.Count("lease retried");
-        ledger_.Count("instance " + std::to_string(instance) +
-                      (r ? " lease retried" : " lease no answer"));
+        ledger_.Count(who + (r ? " lease retried" : " lease no answer"));
         std::this_thread::sleep_for(milliseconds(20));
         continue;
       }
-      const std::string who = "instance " + std::to_string(instance);
       ledger_.Count(who + " polls");
       ledger_.Max(who + " longest poll ms",
                   std::chrono::duration_cast<milliseconds>(SteadyClock::now() - asked).count());
@@ -199,9 +198,9 @@ class Workers {
         for (int tries = 0; tries < 50; ++tries) {
           const auto sent = SteadyClock::now();
           auto c = conn.Post("/v1/jobs/" + g.job_id + "/complete", {{"lease_id", g.lease_id}});
-          ledger_.Max("instance " + std::to_string(instance) + " longest complete ms",
+          ledger_.Max(who + " longest complete ms",
                       std::chrono::duration_cast<milliseconds>(SteadyClock::now() - sent).count());
-          if (!c) ledger_.Count("instance " + std::to_string(instance) + " complete no answer");
+          if (!c) ledger_.Count(who + " complete no answer");
           if (c && c->status == 200) {
             ledger_.Completed(g.job_id, g.lease_id);
             break;

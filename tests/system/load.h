@@ -306,10 +306,6 @@ struct LeaseTally {
   int64_t grants = 0;
   int64_t leased_again = 0;  // jobs leased more than once
   std::vector<LeaseOverlap> overlaps;
-  // Overlaps that are the same attempt handed out twice: the database lost the earlier
-  // lease's commit (leases are committed without waiting for the flush, docs/shaping.md),
-  // so it never held two leases at once. Only a crash of the database itself can do this.
-  std::vector<LeaseOverlap> forgotten;
 };
 inline LeaseTally TallyLeases(std::map<std::string, std::vector<ServerLease>> leases) {
   LeaseTally t;
@@ -321,9 +317,7 @@ inline LeaseTally TallyLeases(std::map<std::string, std::vector<ServerLease>> le
     for (size_t i = 1; i < list.size(); ++i) {
       if (list[i].leased_at < list[i - 1].expires_at || list[i].lease_id == list[i - 1].lease_id ||
           list[i].attempt <= list[i - 1].attempt) {
-        const bool same_attempt =
-            list[i].attempt == list[i - 1].attempt && list[i].lease_id != list[i - 1].lease_id;
-        (same_attempt ? t.forgotten : t.overlaps).push_back({id, list[i - 1], list[i]});
+        t.overlaps.push_back({id, list[i - 1], list[i]});
       }
     }
   }
