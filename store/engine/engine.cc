@@ -454,20 +454,48 @@ void Engine::AckManyAsync(std::vector<AckItem> acks, std::optional<std::vector<s
       [this, acks = std::move(acks), queues = std::move(queues),
        caller_now](Tx& tx) -> Result<Results> {
         const Micros now = tx.Now(caller_now);
+        auto allowed = [&](const std::string& id) {
+          if (!queues) return true;
+          auto job = tx.SelectJob(id);
+          return job && std::find(queues->begin(), queues->end(), job->queue) != queues->end();
+        };
+        auto missing = [](const std::string& id) {  // someone else's job reads so too
+          return MakeError(ErrorCode::kNotFound, "job '" + id + "' does not exist");
+        };
         Results out;
         out.reserve(acks.size());
-        for (const AckItem& a : acks) {
-          if (queues) {  // someone else's job reads as a missing one
-            auto job = tx.SelectJob(a.id);
-            if (!job || std::find(queues->begin(), queues->end(), job->queue) == queues->end()) {
-              out.push_back(MakeError(ErrorCode::kNotFound, "job '" + a.id + "' does not exist"));
-              continue;
+        // Completions in runs, each in one statement; a fail ends a run (acks take effect
+        // in their order).
+        std::vector<CompleteItem> run;
+        auto flush = [&] {
+          std::vector<std::optional<JobRecord>> jobs = tx.CompleteJobs(run, queues, now);
+          std::vector<const JobRecord*> ended;
+          for (const auto& j : jobs) {
+            if (j) ended.push_back(&*j);
+          }
+          tx.BucketLeasesSucceeded(ended);
+          for (size_t k = 0; k < run.size(); ++k) {
+            if (jobs[k]) {
+              out.emplace_back(std::move(*jobs[k]));
+            } else {
+              out.push_back(allowed(run[k].id) ? LostOrMissing(tx, run[k].id) : missing(run[k].id));
             }
           }
-          out.push_back(a.succeeded
-                            ? CompleteLeased(tx, a.id, a.lease_id, a.result, now)
-                            : FailLeased(tx, a.id, a.lease_id, a.fail, now, options_.unit_random));
+          run.clear();
+        };
+        for (const AckItem& a : acks) {
+          if (a.succeeded) {
+            run.push_back(CompleteItem{a.id, a.lease_id, a.result});
+            continue;
+          }
+          flush();
+          if (!allowed(a.id)) {
+            out.push_back(missing(a.id));
+            continue;
+          }
+          out.push_back(FailLeased(tx, a.id, a.lease_id, a.fail, now, options_.unit_random));
         }
+        flush();
         return out;  // per-item errors are results: the transaction commits the rest
       },
       [this, done = std::move(done)](Result<Results> r) {

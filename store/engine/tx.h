@@ -11,6 +11,7 @@
 // driver boundary, which rolls the operation back.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -32,20 +33,45 @@ struct QueueRow {
   bool paused = false;
 };
 
-// A bucket and its first available queued job (the head), for release selection.
-struct BucketHeadRow {
-  std::string tenant;
-  ScheduleInstant tat;
-  int64_t leased = 0;
-  int64_t head_seq = 0;
-  int64_t head_cost = 1;
-  std::optional<Micros> head_deadline;
-};
-
+// A queued job as release selection sees it.
 struct HeadRow {
   int64_t seq = 0;
   int64_t cost = 1;
   std::optional<Micros> deadline;
+};
+
+// A bucket and its first available queued jobs (its head first), for release selection.
+struct BucketHeadRow {
+  std::string tenant;
+  ScheduleInstant tat;
+  int64_t leased = 0;
+  std::vector<HeadRow> heads;  // FIFO, at least one
+  bool more = false;           // more may follow the last of them (BucketHeadsAfter)
+};
+
+// A completion: job `id`, guarded by `lease_id`, with its result.
+struct CompleteItem {
+  std::string id;
+  std::string lease_id;
+  std::optional<std::string> result;
+};
+
+// A release: job `seq` leased from `released_at`.
+struct LeaseGrant {
+  int64_t seq = 0;
+  std::string lease_id;
+  Micros released_at = 0;
+  std::optional<int64_t> lease_ms;
+  std::string worker_id;
+};
+
+// The counter changes of a bucket's releases in one transaction: `count` jobs of total
+// `cost` left it, its TAT now `tat`.
+struct BucketRelease {
+  std::string tenant;
+  ScheduleInstant tat;
+  int64_t cost = 0;
+  int64_t count = 0;
 };
 
 // A bucket as the admin views list it.
@@ -115,9 +141,14 @@ class Tx {
   // the admission that follows adds it with BucketAdmitted).
   virtual BucketState LoadBucket(const std::string& queue, const std::string& tenant) = 0;
   virtual BucketState LockBucket(const std::string& queue, const std::string& tenant) = 0;
-  virtual std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now) = 0;
-  virtual std::optional<HeadRow> BucketHead(const std::string& queue, const std::string& tenant,
-                                            Micros now) = 0;
+  // Every bucket of the queue with a job available at `now`, each with its first
+  // available jobs: as many as the driver reads at once for a pass that releases up to
+  // `want` jobs in all (one each at least).
+  virtual std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
+                                                 int64_t want) = 0;
+  // A bucket's jobs available at `now` after job `after_seq`, FIFO, at most `limit`.
+  virtual std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
+                                                int64_t after_seq, Micros now, int64_t limit) = 0;
   virtual std::vector<BucketRow> ListBuckets(const std::string& queue) = 0;
   virtual std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) = 0;
@@ -145,12 +176,25 @@ class Tx {
   // `count` jobs of total `cost` left the bucket (released), its TAT now `tat`.
   virtual void BucketReleased(const std::string& queue, const std::string& tenant,
                               ScheduleInstant tat, int64_t cost, int64_t count) = 0;
+  // BucketReleased for each, `releases` in tenant byte order (the order of every bucket
+  // lock).
+  virtual void BucketsReleased(const std::string& queue,
+                               const std::vector<BucketRelease>& releases) {
+    for (const BucketRelease& r : releases) {
+      BucketReleased(queue, r.tenant, r.tat, r.cost, r.count);
+    }
+  }
   // A driver may keep counter changes aside (so that an ack does not write its bucket's
   // row) and show them in every read; this moves them into the buckets. Maintenance
   // calls it; a driver that keeps nothing aside does nothing.
   virtual void FoldCounters() {}
   virtual void BucketLeaseEnded(const std::string& queue, const std::string& tenant,
                                 LeaseEnd end) = 0;
+  // BucketLeaseEnded for the bucket of each job, all succeeded.
+  virtual void BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) {
+    for (const JobRecord* j : jobs)
+      BucketLeaseEnded(j->queue, j->tenant, LeaseEnd{.succeeded = true});
+  }
   virtual void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                               bool timed_out) = 0;
   virtual void BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
@@ -172,10 +216,39 @@ class Tx {
   virtual std::optional<JobRecord> LeaseJob(int64_t seq, const std::string& lease_id,
                                             Micros released_at, std::optional<int64_t> lease_ms,
                                             const std::string& worker_id) = 0;
+  // LeaseJob for each grant: out[i] is grants[i]'s job, or nothing if it was no longer
+  // queued.
+  virtual std::vector<std::optional<JobRecord>> LeaseJobs(const std::vector<LeaseGrant>& grants) {
+    std::vector<std::optional<JobRecord>> out;
+    out.reserve(grants.size());
+    for (const LeaseGrant& g : grants) {
+      out.push_back(LeaseJob(g.seq, g.lease_id, g.released_at, g.lease_ms, g.worker_id));
+    }
+    return out;
+  }
   // leased -> succeeded, guarded by the lease id and its expiry.
   virtual std::optional<JobRecord> CompleteJob(const std::string& id, const std::string& lease_id,
                                                const std::optional<std::string>& result,
                                                Micros now) = 0;
+  // CompleteJob for each item, in order: out[i] is items[i]'s job, or nothing if its
+  // guard failed (or, with `queues`, the job is of another queue: then it is untouched).
+  virtual std::vector<std::optional<JobRecord>> CompleteJobs(
+      const std::vector<CompleteItem>& items, const std::optional<std::vector<std::string>>& queues,
+      Micros now) {
+    std::vector<std::optional<JobRecord>> out;
+    out.reserve(items.size());
+    for (const CompleteItem& c : items) {
+      if (queues) {
+        auto job = SelectJob(c.id);
+        if (!job || std::find(queues->begin(), queues->end(), job->queue) == queues->end()) {
+          out.emplace_back();
+          continue;
+        }
+      }
+      out.push_back(CompleteJob(c.id, c.lease_id, c.result, now));
+    }
+    return out;
+  }
   virtual std::optional<LeaseRow> SelectLiveLease(const std::string& id,
                                                   const std::string& lease_id, Micros now) = 0;
   // leased -> queued (retry, available from `available_at`) or failed, the error

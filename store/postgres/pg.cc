@@ -122,6 +122,7 @@ Connection::~Connection() {
 }
 
 bool Connection::InTransaction() const {
+  if (begin_queued_) return true;
   PGTransactionStatusType s = PQtransactionStatus(conn_);
   return s == PQTRANS_INTRANS || s == PQTRANS_INERROR || s == PQTRANS_ACTIVE;
 }
@@ -144,7 +145,78 @@ void Connection::Prepare(const std::string& name, const std::string& sql) {
   Check(PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr), "prepare " + name);
 }
 
+void Connection::BeginLazily(std::string begin) {
+  queued_.clear();
+  queued_.push_back(Queued{std::move(begin), nullptr, {}});
+  begin_queued_ = true;
+}
+
+void Connection::Defer(const char* name, Params params) {
+  queued_.push_back(Queued{"", name, std::move(params)});
+}
+
+Rows Connection::RunQueued() {
+  std::vector<Queued> batch = std::move(queued_);
+  queued_.clear();
+  begin_queued_ = false;
+  auto send = [this](const Queued& q) {
+    if (!q.name) {
+      return PQsendQueryParams(conn_, q.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
+    }
+    std::vector<const char*> values = Pointers(q.params);
+    return PQsendQueryPrepared(conn_, q.name, static_cast<int>(values.size()), values.data(),
+                               nullptr, nullptr, 0);
+  };
+  auto what = [](const Queued& q) { return q.name ? std::string(q.name) : q.sql; };
+  if (batch.size() == 1) {
+    const Queued& q = batch.front();
+    if (!q.name) return Check(PQexec(conn_, q.sql.c_str()), what(q));
+    std::vector<const char*> values = Pointers(q.params);
+    return Check(PQexecPrepared(conn_, q.name, static_cast<int>(values.size()), values.data(),
+                                nullptr, nullptr, 0),
+                 what(q));
+  }
+  if (PQenterPipelineMode(conn_) != 1) {
+    throw PgError("", "pipeline: " + OneLine(PQerrorMessage(conn_)));
+  }
+  bool sent = true;
+  for (const Queued& q : batch) sent = sent && send(q) == 1;
+  sent = sent && PQpipelineSync(conn_) == 1;
+  // Each statement's result, then a null; then the sync. Everything is read to the sync
+  // whatever happened, so that the connection leaves pipeline mode in step with the
+  // server (after a failure the server skips the rest: PGRES_PIPELINE_ABORTED).
+  std::vector<std::unique_ptr<PGresult, decltype(&PQclear)>> results;
+  bool synced = false;
+  if (sent) {
+    for (size_t k = 0; k < batch.size(); ++k) {
+      results.emplace_back(nullptr, &PQclear);
+      while (PGresult* res = PQgetResult(conn_)) {
+        if (!results.back()) {
+          results.back().reset(res);
+        } else {
+          PQclear(res);
+        }
+      }
+    }
+    while (PGresult* res = PQgetResult(conn_)) {
+      synced = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+      PQclear(res);
+      if (synced) break;
+    }
+  }
+  if (!sent || !synced || PQexitPipelineMode(conn_) != 1) {
+    throw PgError(
+        "", "pipeline ending in " + what(batch.back()) + ": " + OneLine(PQerrorMessage(conn_)));
+  }
+  for (size_t k = 0; k + 1 < batch.size(); ++k) Check(results[k].release(), what(batch[k]));
+  return Check(results.back().release(), what(batch.back()));
+}
+
 Rows Connection::ExecPrepared(const char* name, const Params& params) {
+  if (!queued_.empty()) {
+    queued_.push_back(Queued{"", name, params});
+    return RunQueued();
+  }
   std::vector<const char*> values = Pointers(params);
   return Check(PQexecPrepared(conn_, name, static_cast<int>(values.size()), values.data(), nullptr,
                               nullptr, 0),
@@ -152,6 +224,7 @@ Rows Connection::ExecPrepared(const char* name, const Params& params) {
 }
 
 Rows Connection::ExecParams(const std::string& sql, const Params& params) {
+  if (!queued_.empty()) RunQueued();
   std::vector<const char*> values = Pointers(params);
   return Check(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr,
                             values.data(), nullptr, nullptr, 0),
@@ -159,6 +232,19 @@ Rows Connection::ExecParams(const std::string& sql, const Params& params) {
 }
 
 Rows Connection::Exec(const std::string& sql) {
+  const bool ending = sql == "COMMIT" || sql == "ROLLBACK";
+  if (ending && (begin_queued_ && (queued_.size() == 1 || sql == "ROLLBACK"))) {
+    // The transaction was never sent (or only writes ROLLBACK drops): nothing to end.
+    queued_.clear();
+    begin_queued_ = false;
+    return Rows(PQmakeEmptyPGresult(conn_, PGRES_COMMAND_OK));
+  }
+  if (sql == "ROLLBACK") queued_.clear();
+  if (sql == "COMMIT" && !queued_.empty()) {
+    queued_.push_back(Queued{sql, nullptr, {}});
+    return RunQueued();
+  }
+  if (!queued_.empty()) RunQueued();
   return Check(PQexec(conn_, sql.c_str()), sql.substr(0, 60));
 }
 

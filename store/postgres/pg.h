@@ -109,7 +109,17 @@ class Connection {
   // it until the connection closes).
   void Prepare(const std::string& name, const std::string& sql);
 
-  // Runs a prepared statement; throws PgError unless it succeeded.
+  // Opens a transaction with `begin` (BEGIN ...), sent with the statement that follows
+  // (pipelined: one round trip for both); a transaction that runs no statement is never
+  // sent (Exec of COMMIT or ROLLBACK then does nothing).
+  void BeginLazily(std::string begin);
+  // Queues a prepared statement whose result the caller does not read (a write), to be
+  // sent in one pipeline with the next statement that is run (or with COMMIT, or before
+  // any other statement): a failure is thrown there. ROLLBACK drops what is queued.
+  void Defer(const char* name, Params params);
+
+  // Runs a prepared statement (after whatever is queued); throws PgError unless it
+  // succeeded.
   Rows ExecPrepared(const char* name, const Params& params);
   // Runs one statement with $n parameters, unprepared.
   Rows ExecParams(const std::string& sql, const Params& params);
@@ -120,7 +130,8 @@ class Connection {
   // Whether the connection is still usable (false once the server hung up). libpq only
   // finds out on the next exchange, so true does not promise the server is there.
   bool ok() const { return PQstatus(conn_) == CONNECTION_OK; }
-  // Whether the connection is inside a transaction block (or a failed one).
+  // Whether the connection is inside a transaction block (or a failed one), or has one
+  // to open (BeginLazily).
   bool InTransaction() const;
 
   // For LISTEN: the socket to wait on, this session's backend pid, and the
@@ -138,8 +149,19 @@ class Connection {
  private:
   // Throws PgError for a result that is not a success (nullptr included).
   Rows Check(PGresult* res, std::string_view what);
+  // A statement waiting to be sent: prepared (`name`) or unprepared text (`sql`).
+  struct Queued {
+    std::string sql;
+    const char* name = nullptr;
+    Params params;
+  };
+  // Sends queued_ in one pipeline (queued_ is empty after) and returns the last one's
+  // result; throws the first failure.
+  Rows RunQueued();
 
   PGconn* conn_ = nullptr;
+  std::vector<Queued> queued_;
+  bool begin_queued_ = false;  // queued_ starts with a BEGIN not sent yet
 };
 
 }  // namespace sluice::pg

@@ -215,7 +215,7 @@ std::optional<Error> PgDriver::Run(std::unique_ptr<pg::Connection>& conn, const 
     }
     bool committing = false;
     try {
-      conn->Exec(begin);
+      conn->BeginLazily(begin);
       PgTx tx(*conn, clock_);
       if (std::optional<Error> e = task.op(tx)) {
         if (!Rollback(*conn)) conn.reset();

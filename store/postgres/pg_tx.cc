@@ -170,7 +170,7 @@ BucketState PgTx::LoadBucket(const std::string& queue, const std::string& tenant
 }
 
 BucketState PgTx::LockBucket(const std::string& queue, const std::string& tenant) {
-  Run("lock_bucket_key", queue, tenant);
+  Later("lock_bucket_key", queue, tenant);  // one round trip with the read that follows
   return OneBucket(Run("lock_bucket", queue, tenant));
 }
 
@@ -178,12 +178,12 @@ std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
                                                      const std::vector<std::string>& tenants) {
   std::map<std::string, BucketState> out;
   if (tenants.size() == 1) {  // the usual case: two short statements
-    Run("lock_bucket_key", queue, tenants.front());
+    Later("lock_bucket_key", queue, tenants.front());
     out.emplace(tenants.front(), OneBucket(Run("select_bucket", queue, tenants.front())));
     return out;
   }
   const std::string names = pg::ArrayLiteral({tenants.begin(), tenants.end()});
-  Run("lock_bucket_keys", queue, names);
+  Later("lock_bucket_keys", queue, names);
   for (const std::string& t : tenants) out.emplace(t, BucketState{});
   Rows s = Run("select_buckets", queue, names);
   for (int r = 0; r < s.size(); ++r) {
@@ -196,21 +196,28 @@ std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
   return out;
 }
 
-std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now) {
+std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now, int64_t want) {
   std::vector<BucketHeadRow> out;
-  Rows s = Run("bucket_heads", queue, now);
-  for (int r = 0; r < s.size(); ++r) {
-    out.push_back(BucketHeadRow{s.Text(r, 0), ScheduleInstant{s.Int(r, 1), s.Int(r, 2)},
-                                s.Int(r, 3), s.Int(r, 4), s.Int(r, 5), s.OptInt(r, 6)});
+  Rows s = Run("bucket_heads", queue, now, want);
+  for (int r = 0; r < s.size(); ++r) {  // by tenant, then FIFO
+    if (out.empty() || out.back().tenant != s.Text(r, 0)) {
+      out.push_back(BucketHeadRow{
+          s.Text(r, 0), ScheduleInstant{s.Int(r, 1), s.Int(r, 2)}, s.Int(r, 3), {}, false});
+    }
+    BucketHeadRow& b = out.back();
+    b.heads.push_back(HeadRow{s.Int(r, 4), s.Int(r, 5), s.OptInt(r, 6)});
+    b.more = static_cast<int64_t>(b.heads.size()) >= s.Int(r, 7);
   }
   return out;
 }
 
-std::optional<HeadRow> PgTx::BucketHead(const std::string& queue, const std::string& tenant,
-                                        Micros now) {
-  Rows s = Run("bucket_head", queue, tenant, now);
-  if (s.empty()) return std::nullopt;
-  return HeadRow{s.Int(0, 0), s.Int(0, 1), s.OptInt(0, 2)};
+std::vector<HeadRow> PgTx::BucketHeadsAfter(const std::string& queue, const std::string& tenant,
+                                            int64_t after_seq, Micros now, int64_t limit) {
+  std::vector<HeadRow> out;
+  Rows s = Run("bucket_heads_after", queue, tenant, after_seq, now, limit);
+  for (int r = 0; r < s.size(); ++r)
+    out.push_back(HeadRow{s.Int(r, 0), s.Int(r, 1), s.OptInt(r, 2)});
+  return out;
 }
 
 std::vector<BucketRow> PgTx::ListBuckets(const std::string& queue) {
@@ -251,7 +258,7 @@ std::vector<std::pair<std::string, BacklogJob>> PgTx::BacklogJobs(const std::str
 }
 
 void PgTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) {
-  Run("bucket_admitted", queue, tenant, cost);
+  Later("bucket_admitted", queue, tenant, cost);
 }
 
 void PgTx::BucketsAdmitted(const std::string& queue,
@@ -263,27 +270,58 @@ void PgTx::BucketsAdmitted(const std::string& queue,
     tenants.emplace_back(tenant);
     costs.emplace_back(std::to_string(cost));
   }
-  Run("buckets_admitted", queue, pg::ArrayLiteral(tenants), pg::ArrayLiteral(costs));
+  Later("buckets_admitted", queue, pg::ArrayLiteral(tenants), pg::ArrayLiteral(costs));
 }
 
 void PgTx::BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
                           int64_t cost, int64_t count) {
-  Run("bucket_released", queue, tenant, tat.us, tat.frac, cost, count);
+  Later("bucket_released", queue, tenant, tat.us, tat.frac, cost, count);
+}
+
+void PgTx::BucketsReleased(const std::string& queue, const std::vector<BucketRelease>& releases) {
+  if (releases.empty()) return;
+  if (releases.size() == 1) {
+    const BucketRelease& r = releases.front();
+    return BucketReleased(queue, r.tenant, r.tat, r.cost, r.count);
+  }
+  std::vector<std::vector<std::optional<std::string>>> cols(5);
+  for (const BucketRelease& r : releases) {
+    cols[0].emplace_back(r.tenant);
+    cols[1].emplace_back(std::to_string(r.tat.us));
+    cols[2].emplace_back(std::to_string(r.tat.frac));
+    cols[3].emplace_back(std::to_string(r.cost));
+    cols[4].emplace_back(std::to_string(r.count));
+  }
+  Later("buckets_released", queue, pg::ArrayLiteral(cols[0]), pg::ArrayLiteral(cols[1]),
+        pg::ArrayLiteral(cols[2]), pg::ArrayLiteral(cols[3]), pg::ArrayLiteral(cols[4]));
 }
 
 void PgTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {
-  Run("bucket_lease_ended", queue, tenant, Flag(end.succeeded), Flag(end.failed),
-      Flag(end.timed_out));
+  Later("bucket_lease_ended", queue, tenant, Flag(end.succeeded), Flag(end.failed),
+        Flag(end.timed_out));
+}
+
+void PgTx::BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) {
+  if (jobs.empty()) return;
+  if (jobs.size() == 1) {
+    return BucketLeaseEnded(jobs.front()->queue, jobs.front()->tenant, LeaseEnd{.succeeded = true});
+  }
+  std::vector<std::optional<std::string>> queues, tenants;
+  for (const JobRecord* j : jobs) {
+    queues.emplace_back(j->queue);
+    tenants.emplace_back(j->tenant);
+  }
+  Later("bucket_leases_succeeded", pg::ArrayLiteral(queues), pg::ArrayLiteral(tenants));
 }
 
 void PgTx::BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                           bool timed_out) {
-  Run("bucket_requeued", queue, tenant, cost, Flag(timed_out));
+  Later("bucket_requeued", queue, tenant, cost, Flag(timed_out));
 }
 
 void PgTx::BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                           bool expired) {
-  Run("bucket_dequeued", queue, tenant, cost, Flag(expired));
+  Later("bucket_dequeued", queue, tenant, cost, Flag(expired));
 }
 
 void PgTx::FoldCounters() { Run("fold_bucket_deltas"); }
@@ -291,9 +329,9 @@ void PgTx::FoldCounters() { Run("fold_bucket_deltas"); }
 // ---- Jobs --------------------------------------------------------------------------
 
 void PgTx::InsertJob(const JobRecord& j) {
-  Run("insert_job", j.id, j.queue, j.tenant, j.payload, j.cost, j.max_attempts, j.lease_ms,
-      j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline, j.estimated_start,
-      j.traceparent);
+  Later("insert_job", j.id, j.queue, j.tenant, j.payload, j.cost, j.max_attempts, j.lease_ms,
+        j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline, j.estimated_start,
+        j.traceparent);
 }
 
 void PgTx::InsertJobs(const std::vector<JobRecord>& jobs) {
@@ -324,7 +362,7 @@ void PgTx::InsertJobs(const std::vector<JobRecord>& jobs) {
   }
   pg::Params params;
   for (const auto& c : cols) params.Add(pg::ArrayLiteral(c));
-  conn_.ExecPrepared("insert_jobs", params);
+  conn_.Defer("insert_jobs", std::move(params));
 }
 
 std::optional<JobRecord> PgTx::SelectJob(const std::string& id) {
@@ -350,9 +388,69 @@ std::optional<JobRecord> PgTx::LeaseJob(int64_t seq, const std::string& lease_id
   return OneJob(Run("lease_job", seq, lease_id, released_at, lease_ms, worker_id));
 }
 
+std::vector<std::optional<JobRecord>> PgTx::LeaseJobs(const std::vector<LeaseGrant>& grants) {
+  std::vector<std::optional<JobRecord>> out(grants.size());
+  if (grants.empty()) return out;
+  if (grants.size() == 1) {
+    const LeaseGrant& g = grants.front();
+    out[0] = LeaseJob(g.seq, g.lease_id, g.released_at, g.lease_ms, g.worker_id);
+    return out;
+  }
+  std::vector<std::vector<std::optional<std::string>>> cols(5);
+  std::map<int64_t, size_t> index;  // seq -> grant
+  for (size_t i = 0; i < grants.size(); ++i) {
+    const LeaseGrant& g = grants[i];
+    index.emplace(g.seq, i);
+    cols[0].emplace_back(std::to_string(g.seq));
+    cols[1].emplace_back(g.lease_id);
+    cols[2].emplace_back(std::to_string(g.released_at));
+    cols[3].push_back(g.lease_ms ? std::optional<std::string>(std::to_string(*g.lease_ms))
+                                 : std::nullopt);
+    cols[4].emplace_back(g.worker_id);
+  }
+  Rows s = Run("lease_jobs", pg::ArrayLiteral(cols[0]), pg::ArrayLiteral(cols[1]),
+               pg::ArrayLiteral(cols[2]), pg::ArrayLiteral(cols[3]), pg::ArrayLiteral(cols[4]));
+  for (int r = 0; r < s.size(); ++r) {
+    if (auto it = index.find(s.Int(r, 0)); it != index.end()) out[it->second] = RowToJob(s, r, 1);
+  }
+  return out;
+}
+
 std::optional<JobRecord> PgTx::CompleteJob(const std::string& id, const std::string& lease_id,
                                            const std::optional<std::string>& result, Micros now) {
   return OneJob(Run("complete_job", id, lease_id, result, now));
+}
+
+std::vector<std::optional<JobRecord>> PgTx::CompleteJobs(
+    const std::vector<CompleteItem>& items, const std::optional<std::vector<std::string>>& queues,
+    Micros now) {
+  std::vector<std::optional<JobRecord>> out(items.size());
+  if (items.empty()) return out;
+  std::vector<std::optional<std::string>> ids, leases, results;
+  std::multimap<std::string, size_t> index;  // id -> item, in order
+  for (size_t i = 0; i < items.size(); ++i) {
+    ids.emplace_back(items[i].id);
+    leases.emplace_back(items[i].lease_id);
+    results.push_back(items[i].result);
+    index.emplace(items[i].id, i);
+  }
+  std::optional<std::string> allowed;
+  if (queues) allowed = pg::ArrayLiteral({queues->begin(), queues->end()});
+  Rows s = Run("complete_jobs", pg::ArrayLiteral(ids), pg::ArrayLiteral(leases),
+               pg::ArrayLiteral(results), now, allowed);
+  for (int r = 0; r < s.size(); ++r) {
+    // An id named twice was completed once: by its first item with the job's lease.
+    const std::string lease = s.Text(r, 0);
+    JobRecord job = RowToJob(s, r, 1);
+    auto [from, to] = index.equal_range(job.id);
+    for (auto it = from; it != to; ++it) {
+      if (items[it->second].lease_id == lease) {
+        out[it->second] = std::move(job);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 std::optional<LeaseRow> PgTx::SelectLiveLease(const std::string& id, const std::string& lease_id,
@@ -425,7 +523,7 @@ std::optional<IdempotencyRow> PgTx::SelectIdempotency(const std::string& tenant,
 
 void PgTx::InsertIdempotency(const std::string& tenant, const std::string& key,
                              const std::string& body_hash, const std::string& job_id, Micros now) {
-  Run("insert_idempotency", tenant, key, body_hash, job_id, now);
+  Later("insert_idempotency", tenant, key, body_hash, job_id, now);
 }
 
 void PgTx::Probe(Micros now) { Run("probe", now); }

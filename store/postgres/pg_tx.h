@@ -20,11 +20,13 @@ namespace sluice {
 // clang-format off
 #define SLUICE_PG_STATEMENTS(X)                                                                \
   X(now) X(select_queue) X(lock_queue) X(queue_exists) X(queue_stats) X(list_queues)           \
-  X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue) X(select_bucket)                 \
-  X(lock_bucket_key) X(lock_bucket) X(lock_bucket_keys) X(select_buckets) X(list_buckets) X(bucket_heads) X(bucket_head)             \
-  X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(buckets_admitted) X(bucket_released)                     \
-  X(bucket_lease_ended) X(fold_bucket_deltas) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job)      \
-  X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)                   \
+  X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue)            \
+  X(select_bucket) X(lock_bucket_key) X(lock_bucket) X(lock_bucket_keys) X(select_buckets)     \
+  X(list_buckets) X(bucket_heads) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs)     \
+  X(bucket_admitted) X(buckets_admitted) X(bucket_released) X(buckets_released)                \
+  X(bucket_lease_ended) X(bucket_leases_succeeded) X(fold_bucket_deltas) X(bucket_requeued)    \
+  X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job) X(job_exists) X(cost_ahead)    \
+  X(next_available) X(lease_job) X(lease_jobs) X(complete_job) X(complete_jobs)                \
   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
   X(insert_idempotency) X(probe) X(insert_token) X(select_token) X(list_tokens)                \
@@ -71,9 +73,10 @@ class PgTx final : public Tx {
   BucketState LoadBucket(const std::string& queue, const std::string& tenant) override;
   // An advisory lock on the bucket's name, then its row (if any) FOR UPDATE.
   BucketState LockBucket(const std::string& queue, const std::string& tenant) override;
-  std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now) override;
-  std::optional<HeadRow> BucketHead(const std::string& queue, const std::string& tenant,
-                                    Micros now) override;
+  std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
+                                         int64_t want) override;
+  std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
+                                        int64_t after_seq, Micros now, int64_t limit) override;
   std::vector<BucketRow> ListBuckets(const std::string& queue) override;
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
@@ -85,7 +88,10 @@ class PgTx final : public Tx {
   void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
   void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
                       int64_t cost, int64_t count) override;
+  void BucketsReleased(const std::string& queue,
+                       const std::vector<BucketRelease>& releases) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
+  void BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) override;
   void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                       bool timed_out) override;
   void BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,
@@ -102,6 +108,10 @@ class PgTx final : public Tx {
   std::optional<JobRecord> LeaseJob(int64_t seq, const std::string& lease_id, Micros released_at,
                                     std::optional<int64_t> lease_ms,
                                     const std::string& worker_id) override;
+  std::vector<std::optional<JobRecord>> LeaseJobs(const std::vector<LeaseGrant>& grants) override;
+  std::vector<std::optional<JobRecord>> CompleteJobs(
+      const std::vector<CompleteItem>& items, const std::optional<std::vector<std::string>>& queues,
+      Micros now) override;
   std::optional<JobRecord> CompleteJob(const std::string& id, const std::string& lease_id,
                                        const std::optional<std::string>& result,
                                        Micros now) override;
@@ -134,6 +144,12 @@ class PgTx final : public Tx {
   template <typename... Args>
   pg::Rows Run(const char* name, Args&&... args) {
     return conn_.ExecPrepared(name, pg::Params(std::forward<Args>(args)...));
+  }
+  // A write whose result nothing reads: sent with the next statement (or the COMMIT),
+  // in one round trip.
+  template <typename... Args>
+  void Later(const char* name, Args&&... args) {
+    conn_.Defer(name, pg::Params(std::forward<Args>(args)...));
   }
   std::optional<JobRecord> OneJob(const pg::Rows& rows);
   std::optional<QueueRow> OneQueue(const pg::Rows& rows);

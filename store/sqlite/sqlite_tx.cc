@@ -152,23 +152,29 @@ BucketState SqliteTx::LoadBucket(const std::string& queue, const std::string& te
   return b;
 }
 
-std::vector<BucketHeadRow> SqliteTx::BucketHeads(const std::string& queue, Micros now) {
+// The head of each bucket only: reading on costs no round trip here.
+std::vector<BucketHeadRow> SqliteTx::BucketHeads(const std::string& queue, Micros now,
+                                                 int64_t /*want*/) {
   std::vector<BucketHeadRow> out;
   Stmt s = db_.Prepare(sql_.bucket_heads);
   s.BindAll(queue, now);
   while (s.Step()) {
-    out.push_back(BucketHeadRow{s.Text(0), ScheduleInstant{s.Int(1), s.Int(2)}, s.Int(3), s.Int(4),
-                                s.Int(5), s.OptInt(6)});
+    out.push_back(BucketHeadRow{s.Text(0),
+                                ScheduleInstant{s.Int(1), s.Int(2)},
+                                s.Int(3),
+                                {HeadRow{s.Int(4), s.Int(5), s.OptInt(6)}},
+                                /*more=*/true});
   }
   return out;
 }
 
-std::optional<HeadRow> SqliteTx::BucketHead(const std::string& queue, const std::string& tenant,
-                                            Micros now) {
-  Stmt s = db_.Prepare(sql_.bucket_head);
-  s.BindAll(queue, tenant, now);
-  if (!s.Step()) return std::nullopt;
-  return HeadRow{s.Int(0), s.Int(1), s.OptInt(2)};
+std::vector<HeadRow> SqliteTx::BucketHeadsAfter(const std::string& queue, const std::string& tenant,
+                                                int64_t after_seq, Micros now, int64_t limit) {
+  std::vector<HeadRow> out;
+  Stmt s = db_.Prepare(sql_.bucket_heads_after);
+  s.BindAll(queue, tenant, after_seq, now, limit);
+  while (s.Step()) out.push_back(HeadRow{s.Int(0), s.Int(1), s.OptInt(2)});
+  return out;
 }
 
 std::vector<BucketRow> SqliteTx::ListBuckets(const std::string& queue) {

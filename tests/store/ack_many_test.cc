@@ -165,6 +165,39 @@ TEST_CASE("AckMany: a lapsed lease is lost; a fail without delay takes the queue
   CHECK(results[1].value().available_at == f.now() + 500 * kMicrosPerMilli);
 }
 
+TEST_CASE("AckMany: a job named twice in a batch is completed once by the ack holding its lease",
+          "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(1'000'000);
+  p.bucket.burst = 2;
+  f.PutQueue("export", p);
+  f.Admit("export", "acme");
+  f.Admit("export", "acme");
+  LeaseOutcome out = f.Lease({"export"}, 2);
+  REQUIRE(out.jobs.size() == 2);
+  const JobRecord& a = out.jobs[0];
+  const JobRecord& b = out.jobs[1];
+  AckItem stale = Succeeded(a, R"({"from":"stale"})");
+  stale.lease_id = "lse_not_mine";
+  auto results = AckMany(f, {stale, Succeeded(a, R"({"from":"first"})"), Succeeded(b),
+                             Succeeded(a, R"({"from":"second"})"), Failed(b, {"x", true, {}})});
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].error().code == ErrorCode::kLeaseLost);
+  REQUIRE(results[1].ok());
+  CHECK(results[1].value().result == std::string(R"({"from":"first"})"));
+  REQUIRE(results[2].ok());
+  CHECK(results[2].value().id == b.id);
+  REQUIRE_FALSE(results[3].ok());
+  CHECK(results[3].error().code == ErrorCode::kLeaseLost);
+  REQUIRE_FALSE(results[4].ok());  // b was completed before its fail came
+  CHECK(results[4].error().code == ErrorCode::kLeaseLost);
+  CHECK(f.Get(a.id).result == std::string(R"({"from":"first"})"));
+  BucketInfo bucket = f.Bucket("export", "acme");
+  CHECK(bucket.leased == 0);
+  CHECK(bucket.totals.succeeded == 2);
+  CHECK(bucket.totals.failed == 0);
+}
+
 TEST_CASE("AckMany limited to some queues leaves another queue's job as it is", "[store]") {
   StoreFixture f;
   QueuePolicy p = MakePolicy(1'000'000);

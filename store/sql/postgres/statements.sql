@@ -119,25 +119,34 @@ LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased, SUM(x.succeeded) AS succeed
 WHERE b.queue = $1::text ORDER BY b.tenant;
 
 -- name: bucket_heads
--- Every bucket of a queue with an available head job: the bucket and its head, the head
--- locked. A job another transaction holds (being canceled, say) is passed over.
--- Leased counts with the ended leases not yet folded in (bucket_deltas).
+-- Every bucket of a queue with a job available at $2: the bucket, then its first
+-- available jobs, FIFO (a row each, by tenant): as many as $3 releases shared out over
+-- the queue's buckets would take from each, and one more (column 8 says how many each
+-- was asked for: a bucket with fewer has no more). Nothing is locked: the caller holds
+-- the queue's lock, which every lease takes, and lease_jobs passes over a job that left
+-- meanwhile. Leased counts with the ended leases not yet folded in (bucket_deltas).
+WITH n AS (SELECT (1 + ceil($3::bigint::numeric / greatest(count(*), 1)))::bigint AS per
+           FROM buckets WHERE queue = $1::text AND queued_count > 0)
 SELECT b.tenant, b.tat_us, b.tat_frac, b.leased - COALESCE(d.leased, 0), h.seq, h.cost,
-       h.deadline_at
-FROM buckets b
+       h.deadline_at, n.per
+FROM n CROSS JOIN buckets b
 LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased FROM bucket_deltas x
            WHERE x.queue = $1::text GROUP BY x.tenant) d ON d.tenant = b.tenant
 CROSS JOIN LATERAL (
   SELECT j.seq, j.cost, j.deadline_at FROM jobs j
   WHERE j.queue = b.queue AND j.tenant = b.tenant AND j.state = 'queued'
   AND j.available_at <= $2::bigint
-  ORDER BY j.seq LIMIT 1 FOR UPDATE SKIP LOCKED) h
-WHERE b.queue = $1::text AND b.queued_count > 0;
+  ORDER BY j.seq LIMIT n.per) h
+WHERE b.queue = $1::text AND b.queued_count > 0
+ORDER BY b.tenant, h.seq;
 
--- name: bucket_head
+-- name: bucket_heads_after
+-- A bucket's jobs available at $4 after job $3, FIFO, at most $5 (unlocked, as in
+-- bucket_heads).
 SELECT seq, cost, deadline_at FROM jobs
-WHERE queue = $1::text AND tenant = $2::text AND state = 'queued' AND available_at <= $3::bigint
-ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED;
+WHERE queue = $1::text AND tenant = $2::text AND state = 'queued' AND seq > $3::bigint
+AND available_at <= $4::bigint
+ORDER BY seq LIMIT $5::bigint;
 
 -- name: backlog_buckets
 SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = $1::text ORDER BY tenant;
@@ -172,6 +181,20 @@ UPDATE buckets SET tat_us = $3::bigint, tat_frac = $4::bigint,
   leased = leased + $6::bigint, released_total = released_total + $6::bigint
 WHERE queue = $1::text AND tenant = $2::text;
 
+-- name: buckets_released
+-- bucket_released for each (tenant $2[i], TAT $3[i]/$4[i], cost $5[i], count $6[i]), the
+-- rows locked in tenant byte order, as admissions lock them.
+WITH u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[],
+                                $6::bigint[]) AS u(tenant, tat_us, tat_frac, cost, n)),
+l AS MATERIALIZED (SELECT b.tenant FROM buckets b
+                   WHERE b.queue = $1::text AND b.tenant IN (SELECT tenant FROM u)
+                   ORDER BY b.tenant COLLATE "C" FOR UPDATE)
+UPDATE buckets b SET tat_us = u.tat_us, tat_frac = u.tat_frac,
+  queued_count = b.queued_count - u.n, queued_cost = b.queued_cost - u.cost,
+  leased = b.leased + u.n, released_total = b.released_total + u.n
+FROM u JOIN l ON l.tenant = u.tenant
+WHERE b.queue = $1::text AND b.tenant = u.tenant;
+
 -- name: bucket_lease_ended
 -- A lease ended: succeeded ($3 = 1), failed for good ($4 = 1), by running out ($5 = 1).
 -- A row of its own, not a change to the bucket's: an ack then never waits for the bucket
@@ -179,6 +202,12 @@ WHERE queue = $1::text AND tenant = $2::text;
 -- fold_bucket_deltas moves these into the buckets; until then readers add them.
 INSERT INTO bucket_deltas (queue, tenant, leased, succeeded, failed, timed_out)
 VALUES ($1::text, $2::text, 1, $3::bigint, $4::bigint, $5::bigint);
+
+-- name: bucket_leases_succeeded
+-- bucket_lease_ended, succeeded, for each (queue $1[i], tenant $2[i]): one row per bucket.
+INSERT INTO bucket_deltas (queue, tenant, leased, succeeded, failed, timed_out)
+SELECT u.q, u.t, count(*), count(*), 0, 0 FROM unnest($1::text[], $2::text[]) AS u(q, t)
+GROUP BY u.q, u.t;
 
 -- name: fold_bucket_deltas
 -- The ended leases into their buckets, rows locked in (queue, tenant) byte order as
@@ -259,6 +288,21 @@ RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_
   policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
 
+-- name: lease_jobs
+-- lease_job for each (seq $1[i], lease id $2[i], release time $3[i], lease ms $4[i] or the
+-- job's, worker $5[i]); a job no longer queued is passed over. Each leased job's seq,
+-- then its columns as select_job's.
+UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1, lease_id = u.lease_id,
+  lease_expires_at = u.released_at + COALESCE(u.lease_ms, j.lease_ms) * 1000,
+  worker_id = u.worker_id, leased_at = u.released_at
+FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+  AS u(seq, lease_id, released_at, lease_ms, worker_id)
+WHERE j.seq = u.seq AND j.state = 'queued'
+RETURNING j.seq, j.id, j.queue, j.tenant, j.state, j.payload, j.cost, j.attempt, j.max_attempts,
+  j.lease_ms, j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline_at,
+  j.estimated_start, j.lease_id, j.lease_expires_at, j.result, j.errors, j.finished_at,
+  j.leased_at, j.traceparent;
+
 -- name: complete_job
 UPDATE jobs SET state = 'succeeded', result = $3::text, finished_at = $4::bigint,
   lease_id = NULL, lease_expires_at = NULL
@@ -267,6 +311,24 @@ AND lease_expires_at > $4::bigint
 RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
   policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+
+-- name: complete_jobs
+-- complete_job for each (id $1[i], lease id $2[i], result $3[i]) at $4, and only of a job
+-- of the queues $5 if given (a job of another queue is left untouched). An id named twice
+-- is completed once, by its first item whose lease is the job's. Each completed item's
+-- lease id, then the job's columns as select_job's.
+UPDATE jobs j SET state = 'succeeded', result = u.result, finished_at = $4::bigint,
+  lease_id = NULL, lease_expires_at = NULL
+FROM (SELECT DISTINCT ON (x.id) x.id, x.lease_id, x.result
+      FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(id, lease_id, result, n)
+      JOIN jobs k ON k.id = x.id AND k.lease_id = x.lease_id
+      ORDER BY x.id, x.n) u
+WHERE j.id = u.id AND j.state = 'leased' AND j.lease_id = u.lease_id
+AND j.lease_expires_at > $4::bigint AND ($5::text[] IS NULL OR j.queue = ANY($5::text[]))
+RETURNING u.lease_id, j.id, j.queue, j.tenant, j.state, j.payload, j.cost, j.attempt,
+  j.max_attempts, j.lease_ms, j.policy_version, j.created_at, j.not_before, j.available_at,
+  j.deadline_at, j.estimated_start, j.lease_id, j.lease_expires_at, j.result, j.errors,
+  j.finished_at, j.leased_at, j.traceparent;
 
 -- name: select_live_lease
 SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs

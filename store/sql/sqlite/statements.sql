@@ -59,10 +59,10 @@ JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head
                         AND h.available_at <= ?2 ORDER BY h.seq LIMIT 1)
 WHERE b.queue = ?1 AND b.queued_count > 0;
 
--- name: bucket_head
+-- name: bucket_heads_after
 SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
-WHERE queue = ?1 AND tenant = ?2 AND state = 'queued' AND available_at <= ?3
-ORDER BY seq LIMIT 1;
+WHERE queue = ?1 AND tenant = ?2 AND state = 'queued' AND seq > ?3 AND available_at <= ?4
+ORDER BY seq LIMIT ?5;
 
 -- name: backlog_buckets
 SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = ?1 ORDER BY tenant;
