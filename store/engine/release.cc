@@ -73,8 +73,9 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     auto row = tx.LoadQueue(name);
     if (!row) continue;
     QueueInfo q = QueueFromRowOrThrow(*row);
+    ReleaseInputs in = tx.ReadForRelease(name, now, want, !q.paused && want > 0);
     QueueView qv;
-    qv.leased = tx.LoadQueueStats(name).leased;
+    qv.leased = in.stats.leased;
     // Releases an earlier group of this transaction made are not in the rows yet.
     for (auto it = released.lower_bound({name, ""});
          it != released.end() && it->first.first == name; ++it) {
@@ -86,7 +87,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     queues.push_back(std::move(q));
     qviews.push_back(qv);
     if (qv.paused || want == 0) continue;
-    for (BucketHeadRow& head : tx.BucketHeads(name, now, want)) {
+    for (BucketHeadRow& head : in.heads) {
       if (head.heads.empty()) continue;
       bviews.push_back(ToView(qi, queues[qi], head));
       cands.push_back(
@@ -96,8 +97,8 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
         bviews.back().leased += it->second.count;
       }
     }
-    if (auto at = tx.NextAvailable(name, now)) {
-      if (!wake_at || *at < *wake_at) wake_at = at;
+    if (in.next_available && (!wake_at || *in.next_available < *wake_at)) {
+      wake_at = in.next_available;
     }
   }
 

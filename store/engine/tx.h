@@ -56,6 +56,14 @@ struct CompleteItem {
   std::optional<std::string> result;
 };
 
+// What a lease pass reads of a queue: its stats, its buckets with available jobs
+// (BucketHeads), and the earliest time a delayed job becomes available (NextAvailable).
+struct ReleaseInputs {
+  QueueStats stats;
+  std::vector<BucketHeadRow> heads;
+  std::optional<Micros> next_available;
+};
+
 // A release: job `seq` leased from `released_at`.
 struct LeaseGrant {
   int64_t seq = 0;
@@ -146,6 +154,16 @@ class Tx {
   // `want` jobs in all (one each at least).
   virtual std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
                                                  int64_t want) = 0;
+  // LoadQueueStats, then BucketHeads (unless `heads` is false), then NextAvailable: a
+  // driver may read them at once.
+  virtual ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t want,
+                                       bool heads) {
+    ReleaseInputs in;
+    in.stats = LoadQueueStats(queue);
+    if (heads) in.heads = BucketHeads(queue, now, want);
+    in.next_available = NextAvailable(queue, now);
+    return in;
+  }
   // A bucket's jobs available at `now` after job `after_seq`, FIFO, at most `limit`.
   virtual std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
                                                 int64_t after_seq, Micros now, int64_t limit) = 0;

@@ -156,6 +156,11 @@ void Connection::Defer(const char* name, Params params) {
 }
 
 Rows Connection::RunQueued() {
+  std::vector<Rows> all = RunQueuedAll();
+  return std::move(all.back());
+}
+
+std::vector<Rows> Connection::RunQueuedAll() {
   std::vector<Queued> batch = std::move(queued_);
   queued_.clear();
   begin_queued_ = false;
@@ -168,13 +173,18 @@ Rows Connection::RunQueued() {
                                nullptr, nullptr, 0);
   };
   auto what = [](const Queued& q) { return q.name ? std::string(q.name) : q.sql; };
+  std::vector<Rows> out;
   if (batch.size() == 1) {
     const Queued& q = batch.front();
-    if (!q.name) return Check(PQexec(conn_, q.sql.c_str()), what(q));
+    if (!q.name) {
+      out.push_back(Check(PQexec(conn_, q.sql.c_str()), what(q)));
+      return out;
+    }
     std::vector<const char*> values = Pointers(q.params);
-    return Check(PQexecPrepared(conn_, q.name, static_cast<int>(values.size()), values.data(),
-                                nullptr, nullptr, 0),
-                 what(q));
+    out.push_back(Check(PQexecPrepared(conn_, q.name, static_cast<int>(values.size()),
+                                       values.data(), nullptr, nullptr, 0),
+                        what(q)));
+    return out;
   }
   if (PQenterPipelineMode(conn_) != 1) {
     throw PgError("", "pipeline: " + OneLine(PQerrorMessage(conn_)));
@@ -208,8 +218,20 @@ Rows Connection::RunQueued() {
     throw PgError(
         "", "pipeline ending in " + what(batch.back()) + ": " + OneLine(PQerrorMessage(conn_)));
   }
-  for (size_t k = 0; k + 1 < batch.size(); ++k) Check(results[k].release(), what(batch[k]));
-  return Check(results.back().release(), what(batch.back()));
+  for (size_t k = 0; k < batch.size(); ++k) {
+    out.push_back(Check(results[k].release(), what(batch[k])));
+  }
+  return out;
+}
+
+std::vector<Rows> Connection::ExecPreparedAll(
+    std::vector<std::pair<const char*, Params>> statements) {
+  const size_t before = queued_.size();
+  for (auto& [name, params] : statements) queued_.push_back(Queued{"", name, std::move(params)});
+  std::vector<Rows> all = RunQueuedAll();
+  return std::vector<Rows>(
+      std::make_move_iterator(all.begin() + static_cast<std::ptrdiff_t>(before)),
+      std::make_move_iterator(all.end()));
 }
 
 Rows Connection::ExecPrepared(const char* name, const Params& params) {

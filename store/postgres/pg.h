@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -121,6 +122,10 @@ class Connection {
   // Runs a prepared statement (after whatever is queued); throws PgError unless it
   // succeeded.
   Rows ExecPrepared(const char* name, const Params& params);
+  // Runs prepared statements in their order, in one round trip with whatever is queued;
+  // each one's result. Each statement starts once the one before it has finished (its
+  // snapshot sees what that one waited for).
+  std::vector<Rows> ExecPreparedAll(std::vector<std::pair<const char*, Params>> statements);
   // Runs one statement with $n parameters, unprepared.
   Rows ExecParams(const std::string& sql, const Params& params);
   // Runs a script of statements without parameters (BEGIN, COMMIT, a schema file); the
@@ -158,6 +163,7 @@ class Connection {
   // Sends queued_ in one pipeline (queued_ is empty after) and returns the last one's
   // result; throws the first failure.
   Rows RunQueued();
+  std::vector<Rows> RunQueuedAll();  // every result, in order
 
   PGconn* conn_ = nullptr;
   std::vector<Queued> queued_;

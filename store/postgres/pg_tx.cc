@@ -93,7 +93,21 @@ void PgStatements::PrepareOn(pg::Connection& conn) const {
 
 Micros PgTx::Now(Micros caller) {
   if (clock_ == PgClock::kCaller) return caller;
+  if (clock_read_) {
+    const Micros now = *clock_read_;
+    clock_read_.reset();
+    return now;
+  }
   return Run("now").Int(0, 0);
+}
+
+pg::Rows PgTx::RunThenReadClock(const char* name, pg::Params params) {
+  clock_read_.reset();
+  if (clock_ == PgClock::kCaller) return conn_.ExecPrepared(name, params);
+  std::vector<pg::Rows> rows =
+      conn_.ExecPreparedAll({{name, std::move(params)}, {"now", pg::Params()}});
+  clock_read_ = rows[1].Int(0, 0);
+  return std::move(rows[0]);
 }
 
 std::optional<JobRecord> PgTx::OneJob(const Rows& rows) {
@@ -126,7 +140,7 @@ std::optional<QueueRow> PgTx::LoadQueue(const std::string& name) {
 }
 
 std::optional<QueueRow> PgTx::LockQueue(const std::string& name) {
-  auto row = OneQueue(Run("lock_queue", name));
+  auto row = OneQueue(RunThenReadClock("lock_queue", pg::Params(name)));
   if (row) locked_queues_.insert_or_assign(name, *row);
   return row;
 }
@@ -171,7 +185,7 @@ BucketState PgTx::LoadBucket(const std::string& queue, const std::string& tenant
 
 BucketState PgTx::LockBucket(const std::string& queue, const std::string& tenant) {
   Later("lock_bucket_key", queue, tenant);  // one round trip with the read that follows
-  return OneBucket(Run("lock_bucket", queue, tenant));
+  return OneBucket(RunThenReadClock("lock_bucket", pg::Params(queue, tenant)));
 }
 
 std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
@@ -179,13 +193,14 @@ std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
   std::map<std::string, BucketState> out;
   if (tenants.size() == 1) {  // the usual case: two short statements
     Later("lock_bucket_key", queue, tenants.front());
-    out.emplace(tenants.front(), OneBucket(Run("select_bucket", queue, tenants.front())));
+    out.emplace(tenants.front(),
+                OneBucket(RunThenReadClock("select_bucket", pg::Params(queue, tenants.front()))));
     return out;
   }
   const std::string names = pg::ArrayLiteral({tenants.begin(), tenants.end()});
   Later("lock_bucket_keys", queue, names);
   for (const std::string& t : tenants) out.emplace(t, BucketState{});
-  Rows s = Run("select_buckets", queue, names);
+  Rows s = RunThenReadClock("select_buckets", pg::Params(queue, names));
   for (int r = 0; r < s.size(); ++r) {
     BucketState& b = out[s.Text(r, 0)];
     b.tat = ScheduleInstant{s.Int(r, 1), s.Int(r, 2)};
@@ -196,9 +211,11 @@ std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
   return out;
 }
 
-std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now, int64_t want) {
+namespace {
+
+// The rows of bucket_heads: by tenant, then FIFO.
+std::vector<BucketHeadRow> HeadsFromRows(const Rows& s) {
   std::vector<BucketHeadRow> out;
-  Rows s = Run("bucket_heads", queue, now, want);
   for (int r = 0; r < s.size(); ++r) {  // by tenant, then FIFO
     if (out.empty() || out.back().tenant != s.Text(r, 0)) {
       out.push_back(BucketHeadRow{
@@ -209,6 +226,26 @@ std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros no
     b.more = static_cast<int64_t>(b.heads.size()) >= s.Int(r, 7);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now, int64_t want) {
+  return HeadsFromRows(Run("bucket_heads", queue, now, want));
+}
+
+ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t want, bool heads) {
+  clock_read_.reset();
+  std::vector<std::pair<const char*, pg::Params>> reads;
+  reads.emplace_back("queue_stats", pg::Params(queue));
+  if (heads) reads.emplace_back("bucket_heads", pg::Params(queue, now, want));
+  reads.emplace_back("next_available", pg::Params(queue, now));
+  std::vector<Rows> rows = conn_.ExecPreparedAll(std::move(reads));
+  ReleaseInputs in;
+  in.stats = RowToStats(rows.front(), 0, 0);
+  if (heads) in.heads = HeadsFromRows(rows[1]);
+  if (!rows.back().empty()) in.next_available = rows.back().OptInt(0, 0);
+  return in;
 }
 
 std::vector<HeadRow> PgTx::BucketHeadsAfter(const std::string& queue, const std::string& tenant,

@@ -77,6 +77,9 @@ class PgTx final : public Tx {
                                          int64_t want) override;
   std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
                                         int64_t after_seq, Micros now, int64_t limit) override;
+  // The three reads in one round trip.
+  ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t want,
+                               bool heads) override;
   std::vector<BucketRow> ListBuckets(const std::string& queue) override;
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
@@ -143,14 +146,19 @@ class PgTx final : public Tx {
  private:
   template <typename... Args>
   pg::Rows Run(const char* name, Args&&... args) {
+    clock_read_.reset();
     return conn_.ExecPrepared(name, pg::Params(std::forward<Args>(args)...));
   }
   // A write whose result nothing reads: sent with the next statement (or the COMMIT),
   // in one round trip.
   template <typename... Args>
   void Later(const char* name, Args&&... args) {
+    clock_read_.reset();
     conn_.Defer(name, pg::Params(std::forward<Args>(args)...));
   }
+  // Runs `name` and, on the database's clock, `now` right after it in the same round
+  // trip (kept for the Now that follows: a locking read's caller reads the clock next).
+  pg::Rows RunThenReadClock(const char* name, pg::Params params);
   std::optional<JobRecord> OneJob(const pg::Rows& rows);
   std::optional<QueueRow> OneQueue(const pg::Rows& rows);
   BucketState OneBucket(const pg::Rows& rows);
@@ -158,6 +166,7 @@ class PgTx final : public Tx {
   pg::Connection& conn_;
   std::map<std::string, QueueRow> locked_queues_;  // rows LockQueue read (and locked)
   PgClock clock_;
+  std::optional<Micros> clock_read_;  // `now`, read after the last statement (no other since)
 };
 
 }  // namespace sluice

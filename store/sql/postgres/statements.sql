@@ -291,13 +291,14 @@ RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_
 -- name: lease_jobs
 -- lease_job for each (seq $1[i], lease id $2[i], release time $3[i], lease ms $4[i] or the
 -- job's, worker $5[i]); a job no longer queued is passed over. Each leased job's seq,
--- then its columns as select_job's.
+-- then its columns as select_job's. (`= ANY` beside the join, here and in complete_jobs:
+-- the rows are found through the key's index whatever the plan cached for the join.)
 UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1, lease_id = u.lease_id,
   lease_expires_at = u.released_at + COALESCE(u.lease_ms, j.lease_ms) * 1000,
   worker_id = u.worker_id, leased_at = u.released_at
 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
   AS u(seq, lease_id, released_at, lease_ms, worker_id)
-WHERE j.seq = u.seq AND j.state = 'queued'
+WHERE j.seq = ANY($1::bigint[]) AND j.seq = u.seq AND j.state = 'queued'
 RETURNING j.seq, j.id, j.queue, j.tenant, j.state, j.payload, j.cost, j.attempt, j.max_attempts,
   j.lease_ms, j.policy_version, j.created_at, j.not_before, j.available_at, j.deadline_at,
   j.estimated_start, j.lease_id, j.lease_expires_at, j.result, j.errors, j.finished_at,
@@ -322,8 +323,9 @@ UPDATE jobs j SET state = 'succeeded', result = u.result, finished_at = $4::bigi
 FROM (SELECT DISTINCT ON (x.id) x.id, x.lease_id, x.result
       FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS x(id, lease_id, result, n)
       JOIN jobs k ON k.id = x.id AND k.lease_id = x.lease_id
+      WHERE k.id = ANY($1::text[])
       ORDER BY x.id, x.n) u
-WHERE j.id = u.id AND j.state = 'leased' AND j.lease_id = u.lease_id
+WHERE j.id = ANY($1::text[]) AND j.id = u.id AND j.state = 'leased' AND j.lease_id = u.lease_id
 AND j.lease_expires_at > $4::bigint AND ($5::text[] IS NULL OR j.queue = ANY($5::text[]))
 RETURNING u.lease_id, j.id, j.queue, j.tenant, j.state, j.payload, j.cost, j.attempt,
   j.max_attempts, j.lease_ms, j.policy_version, j.created_at, j.not_before, j.available_at,
