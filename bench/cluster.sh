@@ -4,7 +4,8 @@
 # and 3 instances on one database, and pg-boss 10.4.2 on the same PostgreSQL server.
 #
 # Usage: bench/cluster.sh [rounds]            (default 3; 5 to 6 minutes a round here)
-#   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (8), WORKERS (8),
+#   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (48: about
+#        pg-boss's PGBOSS_INFLIGHT concurrent sends, and a multiple of 3 instances), WORKERS (8),
 #        MAX_JOBS (8), ACK_MODE (lease: a lease's acks ride on the worker's next lease
 #        request; batch: one POST /v1/acks per lease; single: one complete per job) for
 #        sluice-bench-e2e, spread round-robin over the instances,
@@ -56,7 +57,7 @@ ROUNDS="${1:-${ROUNDS:-3}}"
 BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-20000}"
 TENANTS="${TENANTS:-10}"
-SUBMITTERS="${SUBMITTERS:-8}"
+SUBMITTERS="${SUBMITTERS:-48}"
 WORKERS="${WORKERS:-8}"
 MAX_JOBS="${MAX_JOBS:-8}"
 ACK_MODE="${ACK_MODE:-lease}"
