@@ -346,7 +346,7 @@ TEST_CASE("cluster: three sluiced on one database share queues tokens and jobs",
   cluster[1].Restart();
   CHECK(cluster[1].port() == port);
   CHECK(cluster[1].pid() != pid);
-  cluster[1].options().env = FaketimeEnv("+7s");
+  cluster[1].options().env = FaketimeEnv("-7s");
   cluster[1].Restart(/*new_port=*/true);
   CHECK(ProcMaps(cluster[1].pid()).find("libfaketime") != std::string::npos);
   auto again = via1.Post("/v1/queues/smoke/jobs", {{"payload", {{"n", 2}}}});
@@ -669,7 +669,8 @@ TEST_CASE("cluster: intake 429 and RateLimit fields agree whichever instance ans
   std::fflush(stdout);
 }
 
-// Clock skew between instances: one runs 7 s ahead, one 5 s behind (libfaketime).
+// Clock skew between instances: one runs 7 s behind the database, one 3 s behind
+// (libfaketime; see FaketimeEnv for why none runs ahead).
 // Decisions use the database's clock, so the rate still holds on the recorded release
 // times, every instance hands out its share of the jobs, and none spins (its CPU time
 // stays small): the dispatcher turns the database's release and wake-up times into its
@@ -681,7 +682,7 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   const std::vector<std::string> tenants = {"s1", "s2"};
   const auto started = SteadyClock::now();
   ClusterOptions options;
-  options.env = {{1, FaketimeEnv("+7s")}, {2, FaketimeEnv("-5s")}};
+  options.env = {{1, FaketimeEnv("-7s")}, {2, FaketimeEnv("-3s")}};
   Cluster cluster(options);
   PutPacedQueue(cluster, "skew", kRate, kBurst);
   const auto tokens = SubmitTokens(cluster, tenants);
@@ -700,7 +701,7 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
     max_delay_us[g.instance] = std::max(max_delay_us[g.instance], g.handout_delay_us);
   }
   const auto releases = ReleasesByTenant(cluster, "skew");
-  std::printf("cluster skew (instance 1 +7s, instance 2 -5s; %.0f/s burst %.0f, 2 tenants x %d):\n",
+  std::printf("cluster skew (instance 1 -7s, instance 2 -3s; %.0f/s burst %.0f, 2 tenants x %d):\n",
               kRate, kBurst, kPerTenant);
   for (const auto& tenant : tenants) {
     INFO("tenant " << tenant);

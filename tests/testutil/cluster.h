@@ -35,7 +35,7 @@ struct ClusterOptions {
   std::string admin_token = "test-admin-token";
   // Added to every instance's command line (e.g. {"--db-pool", "4"}).
   std::vector<std::string> extra_args;
-  // Per instance (index → options), e.g. {{1, FaketimeEnv("+7s")}}.
+  // Per instance (index → options), e.g. {{1, FaketimeEnv("-7s")}}.
   std::vector<std::pair<int, std::vector<std::string>>> env;
   std::vector<std::pair<int, std::vector<std::string>>> command_prefix;
 };

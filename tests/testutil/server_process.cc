@@ -1,5 +1,4 @@
 #include "tests/testutil/server_process.h"
-#include "tests/testutil/test_db.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -12,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "tests/testutil/test_db.h"
 
 extern char** environ;
 
@@ -169,6 +170,13 @@ std::vector<std::string> FaketimeEnv(const std::string& offset) {
   // Only the wall clock: skew between hosts is a matter of CLOCK_REALTIME (monotonic
   // clocks have no common epoch), and libfaketime 0.9.10 faking CLOCK_MONOTONIC breaks
   // timed waits (a condition_variable::wait_for of 100 ms under +7s never returned).
+  // Behind only: under a positive offset libfaketime 0.9.10 also shifts the absolute
+  // deadline Boost.Asio gives its timerfd for a timer already due (1 ns becomes -7 s,
+  // EINVAL), so that timer never fires (a 20-line Asio program hung under +7s, ran under
+  // -5s): an instance "ahead" stalled now and then for the tool's sake, not sluice's.
+  if (offset.empty() || offset[0] != '-') {
+    throw std::invalid_argument("FaketimeEnv: only offsets behind (\"-Ns\"), not " + offset);
+  }
   return {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "FAKETIME=" + offset,
           "FAKETIME_DONT_FAKE_MONOTONIC=1"};
 }

@@ -32,7 +32,8 @@ struct ServerOptions {
 };
 
 // The environment that runs sluiced under libfaketime with its clock shifted by `offset`
-// (e.g. "+7s", "-5s"), as `faketime -f OFFSET` would, but in sluiced's own process.
+// behind only (e.g. "-7s"; see the definition for why), as `faketime -f OFFSET` would,
+// but in sluiced's own process.
 std::vector<std::string> FaketimeEnv(const std::string& offset);
 
 class ServerProcess {
