@@ -117,7 +117,7 @@ LimiterState Release(const Limit& limit, LimiterState state, int64_t cost) {
 }
 
 size_t StateBytes(const LimiterState& state) {
-  size_t bytes = sizeof(LimiterState);
+  size_t bytes = std::visit([](const auto& s) { return sizeof(s); }, state);
   if (const auto* log = std::get_if<SlidingLogState>(&state)) {
     bytes += log->entries.capacity() * sizeof(SlidingLogEntry);
   }

@@ -131,7 +131,8 @@ LimitStep Decide(const Limit& limit, LimiterState state, Micros now, int64_t cos
 // Concurrency only: a request admitted with `cost` has ended. Other algorithms: no change.
 LimiterState Release(const Limit& limit, LimiterState state, int64_t cost);
 
-// Bytes one key's state takes in memory (the struct plus what it owns).
+// Bytes one key's state takes: its algorithm's struct plus what it owns (the sliding
+// log's entries), without the variant's tag and padding.
 size_t StateBytes(const LimiterState& state);
 
 }  // namespace sluice

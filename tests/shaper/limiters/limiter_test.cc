@@ -215,7 +215,8 @@ TEST_CASE("the sliding log's memory is one entry per admitted instant in the win
   for (int i = 0; i < 100; ++i) REQUIRE(k.Hit(kT0 + i * 1000).allowed);
   for (int i = 0; i < 5; ++i) REQUIRE(k.Hit(kT0 + 99 * 1000).allowed);  // merged
   REQUIRE(std::get<SlidingLogState>(k.state).entries.size() == 100);
-  REQUIRE(StateBytes(k.state) >= sizeof(LimiterState) + 100 * sizeof(SlidingLogEntry));
+  REQUIRE(StateBytes(k.state) >= sizeof(SlidingLogState) + 100 * sizeof(SlidingLogEntry));
+  REQUIRE(StateBytes(InitialState(Limit{Algorithm::kGcra, 1, 1, 1})) == sizeof(GcraState));
   // One window later only the new entry is left.
   REQUIRE(k.Hit(kT0 + 2 * kSecond).allowed);
   REQUIRE(std::get<SlidingLogState>(k.state).entries.size() == 1);
