@@ -28,6 +28,7 @@ max_len() {
   case "$1" in
     fuzz_rfc3339) echo 256 ;;
     fuzz_router) echo 8192 ;;
+    fuzz_client_ip) echo 8192 ;;
     *) echo 200000 ;;
   esac
 }

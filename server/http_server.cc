@@ -156,9 +156,31 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(ErrorResponse(e));
   }
 
+  // req_.client_ip and client_key from the peer and, if it is a trusted proxy, the
+  // forwarding header it sets.
+  void ResolveClient() {
+    const TrustedProxies& proxies = server_.options_.trusted_proxies;
+    std::vector<std::string_view> forwarded;
+    if (!proxies.empty()) {
+      const std::string_view name = proxies.header() == ForwardedHeader::kForwarded
+                                        ? std::string_view("Forwarded")
+                                        : std::string_view("X-Forwarded-For");
+      for (const auto& [k, v] : req_.headers) {
+        if (beast::iequals(beast::string_view(k.data(), k.size()),
+                           beast::string_view(name.data(), name.size()))) {
+          forwarded.emplace_back(v);
+        }
+      }
+    }
+    ClientIp client = ResolveClientIp(remote_addr_, forwarded, proxies);
+    req_.client_ip = std::move(client.address);
+    req_.client_key = std::move(client.key);
+  }
+
   // Starts the bookkeeping of one answered request (req_ filled as far as known).
   void BeginRequest() {
     req_.remote_addr = remote_addr_;
+    ResolveClient();
     req_.request_id = RequestId(req_.get_header_value("X-Request-Id"));
     started_ = std::chrono::steady_clock::now();
     route_.clear();

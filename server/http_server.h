@@ -27,6 +27,7 @@
 
 #include "common/error.h"
 #include "server/asio.h"
+#include "server/client_ip.h"
 #include "server/router.h"
 
 namespace sluice {
@@ -41,6 +42,9 @@ struct HttpServerOptions {
   // Open connections served at once; a connection beyond it is answered 503 and closed
   // at once, as is one that arrives when the process is out of file descriptors.
   size_t max_connections = 4096;
+  // Peers whose forwarding header names the client (HttpRequest::client_ip); none by
+  // default: the client is the socket peer.
+  TrustedProxies trusted_proxies;
 };
 
 // Hears of every answered request: the route pattern ("" when none matched), the

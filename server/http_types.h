@@ -20,7 +20,11 @@ struct HttpRequest {
   std::string body;
   // [0] the path, then each segment the route captured, percent-decoded.
   std::vector<std::string> matches;
-  std::string remote_addr;
+  std::string remote_addr;  // the socket peer
+  // The client by address (server/client_ip.h): the peer, or what trusted proxies
+  // forwarded; client_key is what per-IP limits key by (an IPv6 client's /64).
+  std::string client_ip;
+  std::string client_key;
   std::string request_id;  // the client's X-Request-Id if sane, else one of ours
 
   // Header names compare case-insensitively; the first value wins.

@@ -145,11 +145,13 @@ void LogEvent(spdlog::level::level_enum level, std::string_view event,
 }
 
 void LogRequest(std::string_view request_id, std::string_view method, std::string_view path,
-                int status, double duration_ms, std::string_view remote) {
+                int status, double duration_ms, std::string_view remote,
+                std::string_view client_ip) {
   if (!spdlog::should_log(spdlog::level::info)) return;
   if (format == LogFormat::kJson) {
     LogEvent(spdlog::level::info, "request",
              {{"request_id", request_id},
+              {"client_ip", client_ip},
               {"method", method},
               {"path", path},
               {"status", status},
@@ -159,9 +161,10 @@ void LogRequest(std::string_view request_id, std::string_view method, std::strin
   }
   // Same fields, same order and quoting as LogEvent's text format.
   spdlog::info(
-      "request instance={} duration_ms={} method={} path={} remote={} request_id={} status={}",
-      instance, nlohmann::json(duration_ms).dump(), LogfmtText(method), LogfmtText(path),
-      LogfmtText(remote), LogfmtText(request_id), status);
+      "request instance={} client_ip={} duration_ms={} method={} path={} remote={} request_id={} "
+      "status={}",
+      instance, LogfmtText(client_ip), nlohmann::json(duration_ms).dump(), LogfmtText(method),
+      LogfmtText(path), LogfmtText(remote), LogfmtText(request_id), status);
 }
 
 std::string TokenDigest(std::string_view token) {

@@ -24,7 +24,8 @@ void LogEvent(spdlog::level::level_enum level, std::string_view event,
 // The access line of one request (event "request"), formatted without building a JSON
 // object in the text format: it is written once per request.
 void LogRequest(std::string_view request_id, std::string_view method, std::string_view path,
-                int status, double duration_ms, std::string_view remote);
+                int status, double duration_ms, std::string_view remote,
+                std::string_view client_ip);
 
 // A short digest of a presented bearer token (first 12 hex of its SHA-256): lets
 // log lines about refused tokens be correlated without holding anything secret.

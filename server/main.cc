@@ -16,6 +16,7 @@
 #include "common/random.h"
 #include "server/app.h"
 #include "server/asio.h"
+#include "server/client_ip.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
 #include "server/errors.h"
@@ -48,7 +49,9 @@ struct Flags {
   std::string log_format = "text";
   bool access_log = true;
   size_t metrics_max_tenants = 100;
-  int64_t max_connections = 0;  // 0: derived from the file-descriptor limit
+  int64_t max_connections = 0;               // 0: derived from the file-descriptor limit
+  std::vector<std::string> trusted_proxies;  // CIDR blocks (server/client_ip.h)
+  std::string forwarded_header = "x-forwarded-for";
 };
 
 // Raises the soft limit on open files to the hard one (as servers do) and returns it.
@@ -176,6 +179,15 @@ int main(int argc, char** argv) {
                  "open connections served at once; more are answered 503 and closed "
                  "(default: the open-file limit less 64, at most 10000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cli.add_option("--trusted-proxy", flags.trusted_proxies,
+                 "a proxy (CIDR block or address; repeatable) whose forwarding header names "
+                 "the client; other peers are the client themselves")
+      ->check([](const std::string& s) {
+        return sluice::ParseCidr(s) ? std::string() : "not a CIDR block or an address: " + s;
+      });
+  cli.add_option("--forwarded-header", flags.forwarded_header,
+                 "the header trusted proxies set: x-forwarded-for or forwarded (RFC 7239)")
+      ->check(CLI::IsMember({"x-forwarded-for", "forwarded"}));
   std::string copy_from;
   std::string copy_to;
   CLI::App* copy_db = cli.add_subcommand(
@@ -295,6 +307,14 @@ int main(int argc, char** argv) {
   http_options.max_body_bytes = static_cast<size_t>(flags.max_body_bytes);
   http_options.max_connections =
       static_cast<size_t>(flags.max_connections > 0 ? flags.max_connections : derived_connections);
+  {
+    std::vector<sluice::Cidr> blocks;
+    for (const std::string& s : flags.trusted_proxies) blocks.push_back(*sluice::ParseCidr(s));
+    http_options.trusted_proxies =
+        sluice::TrustedProxies(std::move(blocks), flags.forwarded_header == "forwarded"
+                                                      ? sluice::ForwardedHeader::kForwarded
+                                                      : sluice::ForwardedHeader::kXForwardedFor);
+  }
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
       [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },
@@ -304,7 +324,7 @@ int main(int argc, char** argv) {
                                status, seconds);
         if (access_log) {
           sluice::LogRequest(req.request_id, req.method, req.path, status,
-                             std::round(seconds * 1e6) / 1e3, req.remote_addr);
+                             std::round(seconds * 1e6) / 1e3, req.remote_addr, req.client_ip);
         }
       });
   auto bound = server.Listen(host, port);

@@ -74,7 +74,8 @@ void Answer(HttpRequest& req, HttpResponse res, bool keep_alive) {
   req.remote_addr = "127.0.0.1";
   req.request_id = RequestId(req);
   res.set_header("X-Request-Id", req.request_id);
-  LogRequest(req.request_id, req.method, req.path, res.status, 0.25, req.remote_addr);
+  LogRequest(req.request_id, req.method, req.path, res.status, 0.25, req.remote_addr,
+             req.client_ip);
   FUZZ_CHECK(MethodLabel(req.method) == req.method || MethodLabel(req.method) == "other");
   http::response<http::string_body> wire;
   wire.version(11);
