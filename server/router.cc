@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 namespace sluice {
 namespace {
@@ -118,18 +119,23 @@ std::multimap<std::string, std::string> ParseQuery(std::string_view query) {
   return out;
 }
 
+void Router::AddRoute(Route route) {
+  std::optional<RouteGroup> group = RouteGroupOf(route.method, route.pattern);
+  if (!group) {
+    throw std::logic_error("route " + route.method + " " + route.pattern +
+                           " is in no route group (server/route_groups.cc)");
+  }
+  route.group = *group;
+  for (std::string_view s : SplitPath(route.pattern)) route.segments.emplace_back(s);
+  routes_.push_back(std::move(route));
+}
+
 void Router::Add(std::string method, const std::string& pattern, Handler handler) {
-  std::vector<std::string> segments;
-  for (std::string_view s : SplitPath(pattern)) segments.emplace_back(s);
-  routes_.push_back(
-      Route{std::move(method), pattern, std::move(segments), std::move(handler), nullptr});
+  AddRoute(Route{std::move(method), pattern, {}, std::move(handler), nullptr});
 }
 
 void Router::AddAsync(std::string method, const std::string& pattern, AsyncHandler handler) {
-  std::vector<std::string> segments;
-  for (std::string_view s : SplitPath(pattern)) segments.emplace_back(s);
-  routes_.push_back(
-      Route{std::move(method), pattern, std::move(segments), nullptr, std::move(handler)});
+  AddRoute(Route{std::move(method), pattern, {}, nullptr, std::move(handler)});
 }
 
 void Router::AddLongPoll(std::string method, const std::string& pattern, AsyncHandler handler) {

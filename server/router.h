@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/http_types.h"
+#include "server/route_groups.h"
 
 namespace sluice {
 
@@ -42,6 +43,8 @@ using AsyncHandler = std::function<void(const HttpRequest&, Reply)>;
 
 class Router {
  public:
+  // Each Add throws std::logic_error for a route no route group names
+  // (server/route_groups.h): sluiced then fails at start, and every test with it.
   void Add(std::string method, const std::string& pattern, Handler handler);
   void AddAsync(std::string method, const std::string& pattern, AsyncHandler handler);
   // An asynchronous route whose answer may wait long (a long-poll): while it waits, the
@@ -56,7 +59,8 @@ class Router {
     std::vector<std::string> segments;  // "{}" or "{}:suffix" capture; else literal
     Handler handler;                    // exactly one of these is set
     AsyncHandler async_handler;
-    bool long_poll = false;  // watch the peer while the answer waits
+    bool long_poll = false;                // watch the peer while the answer waits
+    RouteGroup group = RouteGroup::kRead;  // RouteGroupOf(method, pattern)
   };
   enum class Found { kRoute, kNoPath, kWrongMethod };
   // The route for `method` and `path`, and its captures (percent-decoded). HEAD finds
@@ -65,7 +69,11 @@ class Router {
   Found Find(const std::string& method, const std::string& path, const Route** route,
              std::vector<std::string>* captures, std::vector<std::string>* allowed = nullptr) const;
 
+  const std::vector<Route>& routes() const { return routes_; }
+
  private:
+  void AddRoute(Route route);
+
   std::vector<Route> routes_;
 };
 
