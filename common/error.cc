@@ -24,6 +24,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "queue_full";
     case ErrorCode::kDeadlineUnreachable:
       return "deadline_unreachable";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
     case ErrorCode::kCostExceedsCapacity:
       return "cost_exceeds_capacity";
     case ErrorCode::kIdempotencyKeyReused:

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace sluice {
 
@@ -23,6 +24,7 @@ enum class ErrorCode {
   kPayloadTooLarge,       // body over the limit
   kQueueFull,             // rule 1: bucket capacity
   kDeadlineUnreachable,   // rule 2: estimated start after deadline
+  kRateLimited,           // an intake-protection layer refused the request
   kCostExceedsCapacity,   // a job heavier than its bucket can ever hold
   kIdempotencyKeyReused,  // same Idempotency-Key, different body
   kDeadlineInvalid,       // a deadline that can never be met: past, <= 0, before not_before
@@ -42,6 +44,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {ErrorCode::kBadRequest,
                                                ErrorCode::kPayloadTooLarge,
                                                ErrorCode::kQueueFull,
                                                ErrorCode::kDeadlineUnreachable,
+                                               ErrorCode::kRateLimited,
                                                ErrorCode::kCostExceedsCapacity,
                                                ErrorCode::kIdempotencyKeyReused,
                                                ErrorCode::kDeadlineInvalid,
@@ -59,10 +62,12 @@ struct Error {
   std::string detail;
   std::optional<int64_t> retry_after_s;       // for 429 and 503
   std::optional<int64_t> estimated_start_us;  // for deadline_unreachable
+  // Extra response headers, e.g. a limiter's RateLimit fields (rate_limited).
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 inline Error MakeError(ErrorCode code, std::string detail) {
-  return Error{code, std::move(detail), {}, {}};
+  return Error{code, std::move(detail), {}, {}, {}};
 }
 
 // A value or an Error. Small on purpose: ok(), value(), error().

@@ -68,6 +68,8 @@ int HttpStatusFor(ErrorCode code) {
       return 429;
     case ErrorCode::kDeadlineUnreachable:
       return 429;
+    case ErrorCode::kRateLimited:
+      return 429;
     case ErrorCode::kStorageUnavailable:
       return 503;
     case ErrorCode::kTooManyConnections:
@@ -94,6 +96,7 @@ void RenderError(HttpResponse& res, const Error& e) {
     body["retry_after"] = 1;
     res.set_header("Retry-After", "1");
   }
+  for (const auto& [name, value] : e.headers) res.set_header(name, value);
   if (e.code == ErrorCode::kUnauthorized) {
     res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
   }

@@ -12,7 +12,13 @@ Result<MaintenanceCounts> Cleaner::RunOnce(Micros now) {
     auto r = store_.Clean(now - retention_, batch_);
     if (!r.ok()) return r;
     total.cleaned += r.value().cleaned;
-    if (r.value().cleaned < batch_) return total;
+    if (r.value().cleaned < batch_) break;
+  }
+  // Intake-limiter keys whose quota is whole again (not counted: they are no jobs).
+  for (;;) {
+    auto r = store_.CleanLimits(now, batch_);
+    if (!r.ok()) return r.error();
+    if (r.value() < batch_) return total;
   }
 }
 

@@ -4,7 +4,8 @@
 //   LeaseReaper     — lapsed leases back to queued, or failed (DESIGN.md rule 7)
 //   DeadlineExpirer — queued jobs past their deadline become expired (rule 6; period
 //                     250 ms, so "within one second")
-//   Cleaner         — finished jobs and idempotency keys older than the retention,
+//   Cleaner         — finished jobs and idempotency keys older than the retention, and
+//                     intake-limiter keys whose quota is whole again,
 //                     deleted in batches
 // There is no retry scheduler: a job in backoff is queued with a future available_at,
 // and the dispatcher's timer already wakes at the earliest one.

@@ -16,6 +16,7 @@
 #include "common/time.h"
 #include "shaper/admission.h"
 #include "shaper/dispatch.h"
+#include "shaper/limiters/limiter.h"
 #include "shaper/policy.h"
 #include "shaper/simulate.h"
 #include "store/job_state.h"
@@ -130,6 +131,13 @@ struct JobPage {
 };
 
 // What one maintenance pass changed.
+// What a limiter decided, and how long until one more unit would pass (0: at once;
+// empty: no wait is known, as for a concurrency limit, or none helps).
+struct LimitOutcome {
+  LimitDecision decision;
+  std::optional<Micros> next_unit_after;
+};
+
 struct MaintenanceCounts {
   int64_t leases_requeued = 0;  // lease ran out: back to queued
   int64_t leases_failed = 0;    // lease ran out with no attempts or time left
@@ -309,6 +317,16 @@ class Store {
   virtual Result<MaintenanceCounts> ReapLeases(Micros now) = 0;
   virtual Result<MaintenanceCounts> ExpireDeadlines(Micros now) = 0;
   virtual Result<MaintenanceCounts> Clean(Micros finished_before, int64_t limit) = 0;
+  // Forgets up to `limit` intake-limiter keys whose quota is whole again at `now`;
+  // returns how many.
+  virtual Result<int64_t> CleanLimits(Micros now, int64_t limit) = 0;
+
+  // ---- Intake-protection limiters (shaper/limiters/limiter.h) ----
+  // One request of `cost` against the limiter state stored under `key` (rl:v1:...),
+  // decided atomically with every other decision on that key, from any process sharing
+  // the database, on the store's clock. A denial stores nothing.
+  virtual void DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros now,
+                                Done<LimitOutcome> done) = 0;
   // A small durable write: can the store commit right now? (/readyz)
   virtual Status Probe(Micros now) = 0;
 

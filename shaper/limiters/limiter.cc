@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <type_traits>
 #include <utility>
 
 #include "shaper/limiters/algorithms.h"
@@ -112,6 +114,94 @@ LimiterState Release(const Limit& limit, LimiterState state, int64_t cost) {
   if (limit.algorithm != Algorithm::kConcurrency) return state;
   if (auto* c = std::get_if<ConcurrencyState>(&state)) {
     return limiters::ReleaseConcurrency(*c, std::max<int64_t>(1, cost));
+  }
+  return InitialState(limit);
+}
+
+namespace {
+
+std::vector<int64_t> Integers(const LimiterState& state) {
+  std::vector<int64_t> v{static_cast<int64_t>(state.index())};
+  std::visit(
+      [&v](const auto& s) {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, FixedWindowState>) {
+          v.insert(v.end(), {s.window_start, s.used});
+        } else if constexpr (std::is_same_v<S, SlidingLogState>) {
+          for (const SlidingLogEntry& e : s.entries) v.insert(v.end(), {e.at, e.cost});
+        } else if constexpr (std::is_same_v<S, SlidingWindowCounterState>) {
+          v.insert(v.end(), {s.window_start, s.current, s.previous});
+        } else if constexpr (std::is_same_v<S, TokenBucketState>) {
+          v.insert(v.end(), {s.updated_at, s.tokens, s.frac});
+        } else if constexpr (std::is_same_v<S, GcraState>) {
+          v.insert(v.end(), {s.tat_us, s.tat_frac});
+        } else {
+          v.push_back(s.in_flight);
+        }
+      },
+      state);
+  return v;
+}
+
+std::optional<std::vector<int64_t>> ParseIntegers(std::string_view text) {
+  std::vector<int64_t> v;
+  if (text.size() > 1'000'000) return std::nullopt;  // a sliding log of 30k+ instants at most
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), x);
+    if (ec != std::errc() || end != item.data() + item.size()) return std::nullopt;
+    v.push_back(x);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return std::nullopt;  // a trailing comma
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string EncodeState(const LimiterState& state) {
+  std::string out;
+  for (int64_t x : Integers(state)) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(x);
+  }
+  return out;
+}
+
+LimiterState DecodeState(const Limit& limit, std::string_view text) {
+  const auto v = ParseIntegers(text);
+  const size_t want = static_cast<size_t>(limit.algorithm);
+  if (!v || v->empty() || (*v)[0] != static_cast<int64_t>(want)) return InitialState(limit);
+  const std::vector<int64_t>& x = *v;
+  switch (limit.algorithm) {
+    case Algorithm::kFixedWindow:
+      if (x.size() == 3) return FixedWindowState{x[1], x[2]};
+      break;
+    case Algorithm::kSlidingLog:
+      if (x.size() % 2 == 1) {
+        SlidingLogState s;
+        for (size_t i = 1; i + 1 < x.size(); i += 2) {
+          s.entries.push_back(SlidingLogEntry{x[i], x[i + 1]});
+          s.used += std::clamp<int64_t>(x[i + 1], 0, kMaxLimitCount);
+        }
+        return s;
+      }
+      break;
+    case Algorithm::kSlidingWindowCounter:
+      if (x.size() == 4) return SlidingWindowCounterState{x[1], x[2], x[3]};
+      break;
+    case Algorithm::kTokenBucket:
+      if (x.size() == 4) return TokenBucketState{x[1], x[2], x[3]};
+      break;
+    case Algorithm::kGcra:
+      if (x.size() == 3) return GcraState{x[1], x[2]};
+      break;
+    case Algorithm::kConcurrency:
+      if (x.size() == 2) return ConcurrencyState{x[1]};
+      break;
   }
   return InitialState(limit);
 }

@@ -131,6 +131,13 @@ LimitStep Decide(const Limit& limit, LimiterState state, Micros now, int64_t cos
 // Concurrency only: a request admitted with `cost` has ended. Other algorithms: no change.
 LimiterState Release(const Limit& limit, LimiterState state, int64_t cost);
 
+// A state as text for a store: its algorithm and integers, comma-separated
+// ("0,1800000000000000,3" is a fixed window's). DecodeState gives EncodeState's state
+// back; text of another algorithm than `limit`'s, or damaged, reads as a new key's
+// state (what Decide does with such a state too).
+std::string EncodeState(const LimiterState& state);
+LimiterState DecodeState(const Limit& limit, std::string_view text);
+
 // Bytes one key's state takes: its algorithm's struct plus what it owns (the sliding
 // log's entries), without the variant's tag and padding.
 size_t StateBytes(const LimiterState& state);

@@ -603,6 +603,59 @@ Result<MaintenanceCounts> Engine::Clean(Micros finished_before, int64_t limit) {
   });
 }
 
+Result<int64_t> Engine::CleanLimits(Micros caller_now, int64_t limit) {
+  return Write<int64_t>([caller_now, limit](Tx& tx) -> Result<int64_t> {
+    return tx.CleanLimits(tx.Now(caller_now), limit);
+  });
+}
+
+// ---- Intake limiters ---------------------------------------------------------------
+
+namespace {
+
+// How long a key's row is kept when its algorithm names no instant its quota is whole
+// again (concurrency): a day, after which nothing in flight can still hold a slot.
+constexpr Micros kLimitRowTtl = 24 * 3600 * kMicrosPerSecond;
+
+// One decision under the key's row lock (or, for a new key, its insert): the rule is
+// the limiter's (shaper/limiters), the atomicity the store's. A denial writes nothing.
+Result<LimitOutcome> DecideLimit(Tx& tx, const std::string& key, const Limit& limit, int64_t cost,
+                                 Micros caller_now) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const std::optional<std::string> stored = tx.LockLimit(key);
+    const Micros now = tx.Now(caller_now);
+    const LimiterState state = stored ? DecodeState(limit, *stored) : InitialState(limit);
+    LimitStep step = Decide(limit, state, now, cost);
+    LimitOutcome out{step.decision, std::nullopt};
+    const LimitDecision next = Decide(limit, step.state, now, 1).decision;
+    if (next.allowed)
+      out.next_unit_after = 0;
+    else
+      out.next_unit_after = next.retry_after;
+    if (!step.decision.allowed) return out;
+    const Micros expires_at = ClampTime(now + step.decision.reset_after.value_or(kLimitRowTtl));
+    const std::string text = EncodeState(step.state);
+    if (stored) {
+      tx.UpdateLimit(key, text, expires_at);
+      return out;
+    }
+    if (tx.InsertLimit(key, text, expires_at)) return out;
+    // Another process made the key meanwhile: lock its row and decide again.
+  }
+  return MakeError(ErrorCode::kStorageUnavailable, "limiter state kept changing; try again");
+}
+
+}  // namespace
+
+void Engine::DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros caller_now,
+                              Done<LimitOutcome> done) {
+  WriteAsync<LimitOutcome>(
+      [key = std::move(key), limit, cost, caller_now](Tx& tx) -> Result<LimitOutcome> {
+        return DecideLimit(tx, key, limit, cost, caller_now);
+      },
+      std::move(done), Driver::Sync::kCommitted);
+}
+
 Status Engine::Probe(Micros caller_now) {
   return Write<Ok>([caller_now](Tx& tx) -> Status {
     tx.Probe(tx.Now(caller_now));

@@ -70,6 +70,9 @@ class Engine : public Store {
   Result<MaintenanceCounts> ReapLeases(Micros now) override;
   Result<MaintenanceCounts> ExpireDeadlines(Micros now) override;
   Result<MaintenanceCounts> Clean(Micros finished_before, int64_t limit) override;
+  Result<int64_t> CleanLimits(Micros now, int64_t limit) override;
+  void DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros now,
+                        Done<LimitOutcome> done) override;
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;

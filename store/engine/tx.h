@@ -294,6 +294,17 @@ class Tx {
                                  Micros now) = 0;
   virtual void Probe(Micros now) = 0;
 
+  // ---- Intake-limiter state (rate_limits) ----
+  // The key's stored state (EncodeState's text), its row locked until the transaction
+  // ends; nullopt when there is none.
+  virtual std::optional<std::string> LockLimit(const std::string& key) = 0;
+  // Creates the key's row, unless one exists: false then (another transaction made it
+  // meanwhile: lock it and decide again).
+  virtual bool InsertLimit(const std::string& key, const std::string& state, Micros expires_at) = 0;
+  virtual void UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) = 0;
+  // Deletes up to `limit` rows expired at `now`; how many.
+  virtual int64_t CleanLimits(Micros now, int64_t limit) = 0;
+
   // Tokens.
   virtual void InsertToken(const TokenRecord& token) = 0;
   virtual std::optional<TokenRecord> SelectToken(const std::string& id) = 0;

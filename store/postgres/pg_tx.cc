@@ -591,4 +591,24 @@ std::optional<TokenRecord> PgTx::RevokeToken(const std::string& id, Micros now) 
   return RowToToken(s, 0);
 }
 
+// ---- Intake limiters ----------------------------------------------------------------
+
+std::optional<std::string> PgTx::LockLimit(const std::string& key) {
+  Rows r = RunThenReadClock("lock_limit", pg::Params(key));
+  if (r.empty()) return std::nullopt;
+  return r.Text(0, 0);
+}
+
+bool PgTx::InsertLimit(const std::string& key, const std::string& state, Micros expires_at) {
+  return Run("insert_limit", key, state, expires_at).affected() == 1;
+}
+
+void PgTx::UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) {
+  Later("update_limit", key, state, expires_at);
+}
+
+int64_t PgTx::CleanLimits(Micros now, int64_t limit) {
+  return Run("clean_limits", now, limit).affected();
+}
+
 }  // namespace sluice

@@ -375,6 +375,28 @@ void SqliteTx::InsertIdempotency(const std::string& tenant, const std::string& k
 
 void SqliteTx::Probe(Micros now) { db_.Prepare(sql_.probe).BindAll(now).Exec(); }
 
+// ---- Intake limiters ----------------------------------------------------------------
+// One writer: the row needs no lock of its own.
+
+std::optional<std::string> SqliteTx::LockLimit(const std::string& key) {
+  Stmt s = db_.Prepare(sql_.select_limit);
+  s.BindAll(key);
+  if (!s.Step()) return std::nullopt;
+  return s.Text(0);
+}
+
+bool SqliteTx::InsertLimit(const std::string& key, const std::string& state, Micros expires_at) {
+  return db_.Prepare(sql_.insert_limit).BindAll(key, state, expires_at).Exec() == 1;
+}
+
+void SqliteTx::UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) {
+  db_.Prepare(sql_.update_limit).BindAll(key, state, expires_at).Exec();
+}
+
+int64_t SqliteTx::CleanLimits(Micros now, int64_t limit) {
+  return db_.Prepare(sql_.clean_limits).BindAll(now, limit).Exec();
+}
+
 // ---- Tokens ------------------------------------------------------------------------
 
 void SqliteTx::InsertToken(const TokenRecord& t) {

@@ -180,7 +180,7 @@ TEST_CASE("A second PgStore opens on a database that has the schema", "[postgres
   REQUIRE(versions.size() == 1);
   CHECK(versions.Int(0, 0) == LatestVersion(MigrationsOf("postgres")));
   CHECK(versions.Text(0, 1) == "schema.sql");
-  CHECK(LatestVersion(MigrationsOf("postgres")) == 2);
+  CHECK(LatestVersion(MigrationsOf("postgres")) == 3);
 }
 
 TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_deltas)",
@@ -197,13 +197,16 @@ TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_d
     id = leased[0].value().jobs[0].id;
     lease = *leased[0].value().jobs[0].lease_id;
   }
-  {  // back to version 1: no bucket_deltas
+  {  // back to version 1: no bucket_deltas, no rate_limits
     pg::Connection conn(uri);
-    conn.Exec("DROP TABLE bucket_deltas; DELETE FROM schema_migrations WHERE version > 1");
+    conn.Exec(
+        "DROP TABLE bucket_deltas; DROP TABLE rate_limits; "
+        "DELETE FROM schema_migrations WHERE version > 1");
   }
   std::unique_ptr<PgStore> upgraded = OpenPg(uri);
   pg::Connection conn(uri);
-  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 2);
+  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 3);
+  CHECK(conn.Exec("SELECT count(*) FROM rate_limits").Int(0, 0) == 0);  // made by 0003
   REQUIRE(upgraded->Complete(id, lease, std::nullopt, 4).ok());
   CHECK(conn.Exec("SELECT count(*) FROM bucket_deltas").Int(0, 0) == 1);
   auto buckets = upgraded->ListBuckets("export");

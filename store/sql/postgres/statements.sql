@@ -443,3 +443,20 @@ ORDER BY created_at, id;
 -- name: revoke_token
 UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2::bigint) WHERE id = $1::text
 RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;
+
+-- name: lock_limit
+-- An intake limiter's state, locked: decisions on one key take turns across processes.
+SELECT state FROM rate_limits WHERE key = $1::text FOR UPDATE;
+
+-- name: insert_limit
+-- A new key; nothing if another transaction made it first (the caller locks it then).
+INSERT INTO rate_limits (key, state, expires_at) VALUES ($1::text, $2::text, $3::bigint)
+ON CONFLICT (key) DO NOTHING;
+
+-- name: update_limit
+UPDATE rate_limits SET state = $2::text, expires_at = $3::bigint WHERE key = $1::text;
+
+-- name: clean_limits
+DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits
+                                      WHERE expires_at <= $1::bigint LIMIT $2::bigint
+                                      FOR UPDATE SKIP LOCKED);

@@ -229,3 +229,15 @@ ORDER BY created_at, id;
 -- name: revoke_token
 UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1
 RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;
+
+-- name: select_limit
+SELECT state FROM rate_limits WHERE key = ?1;
+
+-- name: insert_limit
+INSERT INTO rate_limits (key, state, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT (key) DO NOTHING;
+
+-- name: update_limit
+UPDATE rate_limits SET state = ?2, expires_at = ?3 WHERE key = ?1;
+
+-- name: clean_limits
+DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expires_at <= ?1 LIMIT ?2);

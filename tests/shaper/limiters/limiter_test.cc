@@ -222,5 +222,34 @@ TEST_CASE("the sliding log's memory is one entry per admitted instant in the win
   REQUIRE(std::get<SlidingLogState>(k.state).entries.size() == 1);
 }
 
+TEST_CASE("a state stored as text reads back as the same state", "[limiters]") {
+  for (Algorithm a :
+       {Algorithm::kFixedWindow, Algorithm::kSlidingLog, Algorithm::kSlidingWindowCounter,
+        Algorithm::kTokenBucket, Algorithm::kGcra, Algorithm::kConcurrency}) {
+    CAPTURE(AlgorithmName(a));
+    Key k{MakeLimit(a, 5, kSecond, 5)};
+    k.Hit(kT0, 2);
+    k.Hit(kT0 + 300'000, 1);
+    const std::string text = EncodeState(k.state);
+    const LimiterState back = DecodeState(k.limit, text);
+    REQUIRE(EncodeState(back) == text);
+    // The same decisions follow from either.
+    for (Micros t : {kT0 + 300'000, kT0 + 900'000, kT0 + 2 * kSecond}) {
+      const LimitDecision x = Decide(k.limit, k.state, t, 2).decision;
+      const LimitDecision y = Decide(k.limit, back, t, 2).decision;
+      REQUIRE(x.allowed == y.allowed);
+      REQUIRE(x.remaining == y.remaining);
+      REQUIRE(x.retry_after == y.retry_after);
+    }
+  }
+  // Damaged text, or another algorithm's, reads as a new key.
+  const Limit fixed = MakeLimit(Algorithm::kFixedWindow, 5, kSecond);
+  for (std::string_view bad : {"", "0", "0,1", "0,1,2,3", "0,x,2", "0,1,", ",0,1,2", "3,1,2,3",
+                               "0,99999999999999999999,1", "0, 1,2"}) {
+    CAPTURE(bad);
+    REQUIRE(EncodeState(DecodeState(fixed, bad)) == EncodeState(InitialState(fixed)));
+  }
+}
+
 }  // namespace
 }  // namespace sluice
