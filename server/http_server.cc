@@ -212,6 +212,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Route() {
     handed_off_ = false;
+    if (server_.options_.admit) {
+      if (std::optional<Error> refused = server_.options_.admit(req_)) {
+        return Write(ErrorResponse(*refused));
+      }
+    }
     const Router::Route* route = nullptr;
     std::vector<std::string> captures;
     std::vector<std::string> allowed;

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -45,6 +46,9 @@ struct HttpServerOptions {
   // Peers whose forwarding header names the client (HttpRequest::client_ip); none by
   // default: the client is the socket peer.
   TrustedProxies trusted_proxies;
+  // Decides before routing, with only the client known (intake protection): an Error
+  // answers the request at once, and nothing else runs for it. Any I/O thread; quick.
+  std::function<std::optional<Error>(const HttpRequest&)> admit;
 };
 
 // Hears of every answered request: the route pattern ("" when none matched), the

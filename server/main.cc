@@ -16,6 +16,7 @@
 #include "common/random.h"
 #include "server/app.h"
 #include "server/asio.h"
+#include "server/auth_failures.h"
 #include "server/client_ip.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
@@ -52,6 +53,8 @@ struct Flags {
   int64_t max_connections = 0;               // 0: derived from the file-descriptor limit
   std::vector<std::string> trusted_proxies;  // CIDR blocks (server/client_ip.h)
   std::string forwarded_header = "x-forwarded-for";
+  int64_t auth_failure_limit = 20;  // per client address and window; 0: off
+  int64_t auth_failure_window_s = 60;
 };
 
 // Raises the soft limit on open files to the hard one (as servers do) and returns it.
@@ -185,6 +188,13 @@ int main(int argc, char** argv) {
       ->check([](const std::string& s) {
         return sluice::ParseCidr(s) ? std::string() : "not a CIDR block or an address: " + s;
       });
+  cli.add_option("--auth-failure-limit", flags.auth_failure_limit,
+                 "failed authentications a client address may make per window before every "
+                 "request from it is answered 429 until the window ends (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
+  cli.add_option("--auth-failure-window-s", flags.auth_failure_window_s,
+                 "the window of --auth-failure-limit, in seconds")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   cli.add_option("--forwarded-header", flags.forwarded_header,
                  "the header trusted proxies set: x-forwarded-for or forwarded (RFC 7239)")
       ->check(CLI::IsMember({"x-forwarded-for", "forwarded"}));
@@ -315,11 +325,19 @@ int main(int argc, char** argv) {
                                                       ? sluice::ForwardedHeader::kForwarded
                                                       : sluice::ForwardedHeader::kXForwardedFor);
   }
+  sluice::AuthFailureGuard auth_failures(*store, clock, flags.auth_failure_limit,
+                                         flags.auth_failure_window_s * sluice::kMicrosPerSecond);
+  if (auth_failures.enabled()) {
+    http_options.admit = [&auth_failures](const sluice::HttpRequest& req) {
+      return auth_failures.Check(req);
+    };
+  }
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
       [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },
-      [&metrics, access_log = flags.access_log](
+      [&metrics, &auth_failures, access_log = flags.access_log](
           const sluice::HttpRequest& req, const std::string& route, int status, double seconds) {
+        if (status == 401) auth_failures.OnFailure(req);
         metrics.ObserveRequest(sluice::MethodLabel(req.method), route.empty() ? "unmatched" : route,
                                status, seconds);
         if (access_log) {

@@ -24,6 +24,7 @@
 #include "common/time.h"
 #include "tests/system/cluster_load.h"
 #include "tests/testutil/cluster.h"
+#include "tests/testutil/subprocess.h"
 
 namespace sluice::testing {
 namespace {
@@ -753,6 +754,54 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
   std::fflush(stdout);
   CHECK(drained);
   CHECK(ledger.anomaly_count() == 0);
+}
+
+TEST_CASE(
+    "cluster: failed authentications are counted once across instances and then every "
+    "instance refuses the address",
+    "[cluster][postgres]") {
+  ClusterOptions options;
+  options.extra_args = {"--trusted-proxy",         "127.0.0.1", "--auth-failure-limit", "5",
+                        "--auth-failure-window-s", "3600"};
+  Cluster c(options);
+  const std::string attacker = "203.0.113.60", other = "203.0.113.61";
+  std::vector<std::unique_ptr<httplib::Client>> http;
+  for (int i = 0; i < c.size(); ++i) http.push_back(c[i].Client());
+  auto get = [&](int i, const std::string& client, const std::string& token) {
+    return Call(*http[static_cast<size_t>(i)], "GET", "/v1/admin/queues", nullptr,
+                Bearer(token, {{"X-Forwarded-For", client}}));
+  };
+  // Failures round-robin over the instances until each one refuses the address.
+  int unauthorized = 0;
+  std::vector<bool> refusing(static_cast<size_t>(c.size()), false);
+  REQUIRE(Eventually(
+      [&] {
+        bool all = true;
+        for (int i = 0; i < c.size(); ++i) {
+          if (refusing[static_cast<size_t>(i)]) continue;
+          const int status = get(i, attacker, "not-a-token").status;
+          if (status == 401) ++unauthorized;
+          refusing[static_cast<size_t>(i)] = status == 429;
+          all = all && status == 429;
+        }
+        return all;
+      },
+      std::chrono::seconds(30)));
+  // One count for the whole cluster: the limit was reached and never passed, however
+  // many 401s the instances answered before each one heard.
+  const PgRows rows = c.Query("SELECT state FROM rate_limits WHERE key = $1",
+                              {"rl:v1:auth_failures:ip:" + attacker});
+  REQUIRE(rows.size() == 1);
+  const std::string state = rows[0][0].value_or("");
+  CAPTURE(state, unauthorized);
+  CHECK(state.substr(state.rfind(',') + 1) == "5");
+  CHECK(unauthorized >= 5);
+  // A valid token from that address is refused too, on every instance; another address
+  // is served everywhere.
+  for (int i = 0; i < c.size(); ++i) {
+    CHECK(get(i, attacker, c.admin_token()).status == 429);
+    CHECK(get(i, other, c.admin_token()).status == 200);
+  }
 }
 
 }  // namespace
