@@ -30,7 +30,6 @@ class AuthFailureGuard {
   AuthFailureGuard(Store& store, const Clock& clock, int64_t limit, Micros window);
 
   bool enabled() const { return limit_.limit > 0; }
-  const Limit& limit() const { return limit_; }
 
   // Before routing: the 429 to answer when the request's client is blocked.
   std::optional<Error> Check(const HttpRequest& req);

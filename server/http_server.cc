@@ -55,6 +55,12 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     auto remote = stream_.socket().remote_endpoint(ec);
     if (!ec) remote_addr_ = remote.address().to_string();
+    // The peer is the same for every request of the connection: resolved once, and only
+    // a trusted proxy's requests read a forwarding header.
+    const TrustedProxies& proxies = server_.options_.trusted_proxies;
+    peer_client_ = ResolveClientIp(remote_addr_, {}, proxies);
+    const auto peer = ParseAddress(remote_addr_);
+    peer_trusted_ = peer && proxies.Contains(*peer);
   }
   ~Session() { server_.Forget(id_); }
 
@@ -156,20 +162,23 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(ErrorResponse(e));
   }
 
-  // req_.client_ip and client_key from the peer and, if it is a trusted proxy, the
-  // forwarding header it sets.
+  // req_.client_ip and client_key: the peer, or, if it is a trusted proxy, the client
+  // its forwarding header names.
   void ResolveClient() {
+    if (!peer_trusted_) {
+      req_.client_ip = peer_client_.address;
+      req_.client_key = peer_client_.key;
+      return;
+    }
     const TrustedProxies& proxies = server_.options_.trusted_proxies;
+    const std::string_view name = proxies.header() == ForwardedHeader::kForwarded
+                                      ? std::string_view("Forwarded")
+                                      : std::string_view("X-Forwarded-For");
     std::vector<std::string_view> forwarded;
-    if (!proxies.empty()) {
-      const std::string_view name = proxies.header() == ForwardedHeader::kForwarded
-                                        ? std::string_view("Forwarded")
-                                        : std::string_view("X-Forwarded-For");
-      for (const auto& [k, v] : req_.headers) {
-        if (beast::iequals(beast::string_view(k.data(), k.size()),
-                           beast::string_view(name.data(), name.size()))) {
-          forwarded.emplace_back(v);
-        }
+    for (const auto& [k, v] : req_.headers) {
+      if (beast::iequals(beast::string_view(k.data(), k.size()),
+                         beast::string_view(name.data(), name.size()))) {
+        forwarded.emplace_back(v);
       }
     }
     ClientIp client = ResolveClientIp(remote_addr_, forwarded, proxies);
@@ -360,6 +369,8 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::string remote_addr_;
+  ClientIp peer_client_;       // the peer as a client (set once)
+  bool peer_trusted_ = false;  // the peer is a trusted proxy
   bool keep_alive_ = false;
   bool busy_ = false;  // between a request read and its response written
   std::atomic<bool> peer_gone_{false};
