@@ -11,6 +11,8 @@
 
 namespace sluice {
 
+class LayerGate;
+
 struct App {
   Store& store;
   Authenticator& auth;
@@ -18,6 +20,7 @@ struct App {
   const Clock& clock;
   Metrics& metrics;
   int64_t max_wait_ms = 30000;  // longest long-poll a worker may ask for
+  LayerGate* layers = nullptr;  // the intake-protection layers (/v1/admin/limits)
 };
 
 // Route registration, one function per group of routes.
@@ -25,6 +28,7 @@ void RegisterJobRoutes(Router& router, App& app);
 void RegisterLeaseRoutes(Router& router, App& app);
 void RegisterAdminRoutes(Router& router, App& app);
 void RegisterHealthRoutes(Router& router, App& app);
+void RegisterLimitRoutes(Router& router, App& app);
 
 // All of the above.
 void RegisterRoutes(Router& router, App& app);

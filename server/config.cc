@@ -64,7 +64,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& source) {
   if (!parsed.ok()) return Bad(source, parsed.error().detail);
   const json& j = parsed.value();
   if (!j.is_object()) return Bad(source, "the file must hold a JSON object");
-  if (Status st = RefuseUnknownFields(j, {"queues", "tokens"}); !st.ok()) {
+  if (Status st = RefuseUnknownFields(j, {"queues", "tokens", "limits"}); !st.ok()) {
     return Bad(source, st.error().detail);
   }
   Config c;
@@ -93,6 +93,11 @@ Result<Config> ParseConfig(std::string_view text, const std::string& source) {
       }
       c.tokens.push_back(std::move(token.value()));
     }
+  }
+  if (auto ls = j.find("limits"); ls != j.end()) {
+    auto layers = ReadLayers(*ls);
+    if (!layers.ok()) return Bad(source, layers.error().detail);
+    c.limits = std::move(layers.value());
   }
   return c;
 }
@@ -129,6 +134,26 @@ Result<int> ApplyConfig(const Config& config, Store& store, Micros now) {
     auto created = store.CreateToken(token);
     if (!created.ok()) return created.error();
     ++written;
+  }
+  if (config.limits) {
+    auto stored = store.GetLimitLayers();
+    if (!stored.ok()) return stored.error();
+    const std::string want = LayersToJson(*config.limits).dump();
+    std::optional<std::string> have;
+    if (stored.value()) {
+      // Compared as read back, so that the same layers written differently are equal.
+      auto parsed = ParseStrictJson(stored.value()->body);
+      if (parsed.ok()) {
+        if (auto layers = ReadLayers(parsed.value()); layers.ok()) {
+          have = LayersToJson(layers.value()).dump();
+        }
+      }
+    }
+    if (have != want) {
+      auto put = store.PutLimitLayers(want, now);
+      if (!put.ok()) return put.error();
+      ++written;
+    }
   }
   return written;
 }

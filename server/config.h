@@ -6,11 +6,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/error.h"
+#include "server/limit_layers.h"
 #include "shaper/policy.h"
 #include "store/store.h"
 
@@ -19,6 +21,9 @@ namespace sluice {
 struct Config {
   std::map<std::string, QueuePolicy> queues;
   std::vector<TokenRecord> tokens;
+  // The intake-protection layers ("limits": {"layers": [...]}, as PUT /v1/admin/limits
+  // reads them); stored when they differ from the stored ones (a new version then).
+  std::optional<std::vector<Layer>> limits;
 };
 
 // The file's text, read strictly (common/strict_json.h): {"queues": {name: policy},
@@ -32,8 +37,9 @@ Result<Config> ParseConfig(std::string_view text, const std::string& source);
 // Reads the file at `path` and parses it (ParseConfig).
 Result<Config> LoadConfig(const std::string& path);
 
-// Creates or updates the declared queues, creates the declared tokens. Returns how
-// many were written. A declared token whose id exists with another hash is an error.
+// Creates or updates the declared queues, creates the declared tokens, stores the
+// declared layers if they differ from the stored ones. Returns how many were written. A declared
+// token whose id exists with another hash is an error.
 Result<int> ApplyConfig(const Config& config, Store& store, Micros now);
 
 }  // namespace sluice

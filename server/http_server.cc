@@ -62,7 +62,18 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto peer = ParseAddress(remote_addr_);
     peer_trusted_ = peer && proxies.Contains(*peer);
   }
-  ~Session() { server_.Forget(id_); }
+  ~Session() {
+    EndGate();
+    server_.Forget(id_);
+  }
+
+  // Gives back what the gate's decision holds (a concurrency slot), once.
+  void EndGate() {
+    if (!on_end_) return;
+    auto end = std::move(on_end_);
+    on_end_ = nullptr;
+    end();
+  }
 
   void Start() {
     boost::asio::dispatch(stream_.get_executor(),
@@ -250,6 +261,37 @@ class Session : public std::enable_shared_from_this<Session> {
     req_.matches.push_back(req_.path);
     for (auto& c : captures) req_.matches.push_back(std::move(c));
 
+    if (server_.options_.gate) {
+      std::optional<GateResult> now = server_.options_.gate(
+          req_, route->group, [self = shared_from_this(), route](GateResult r) {
+            boost::asio::post(
+                self->stream_.get_executor(), [self, route, r = std::move(r)]() mutable {
+                  try {
+                    self->Pass(route, std::move(r));
+                  } catch (...) {
+                    LogCaughtException(self->req_.request_id, "routing");
+                    if (self->in_request_ && !self->handed_off_) {
+                      self->Write(
+                          self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error")));
+                    }
+                  }
+                });
+          });
+      if (!now) return;  // Pass runs when the gate has decided
+      return Pass(route, std::move(*now));
+    }
+    Dispatch(route);
+  }
+
+  // The gate's decision: refused, or on to the handler.
+  void Pass(const Router::Route* route, GateResult r) {
+    gate_headers_ = std::move(r.headers);
+    on_end_ = std::move(r.on_end);
+    if (r.refused) return Write(ErrorResponse(*r.refused));
+    Dispatch(route);
+  }
+
+  void Dispatch(const Router::Route* route) {
     handed_off_ = true;
     if (route->async_handler) {
       if (route->long_poll) WatchPeer();
@@ -304,6 +346,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse res) {
     if (in_request_) {
       in_request_ = false;
+      for (auto& h : gate_headers_) res.headers.push_back(std::move(h));
+      gate_headers_.clear();
+      EndGate();
       res.set_header("X-Request-Id", req_.request_id);
       if (server_.on_request_) {
         server_.on_request_(
@@ -378,6 +423,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool handed_off_ = false;  // a handler has it (and answers through its Reply)
   bool head_ = false;        // the request is a HEAD: answer without the body
   std::string route_;        // its route pattern ("" when none matched)
+  std::vector<std::pair<std::string, std::string>> gate_headers_;  // for its answer
+  std::function<void()> on_end_;  // the gate's, run when the answer is written
   std::chrono::steady_clock::time_point started_;
   const uint64_t id_;
 };

@@ -25,6 +25,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "server/asio.h"
@@ -32,6 +34,17 @@
 #include "server/router.h"
 
 namespace sluice {
+
+// What a gate decided for one routed request (the intake-protection layers).
+struct GateResult {
+  std::optional<Error> refused;  // answered instead of running the handler
+  std::vector<std::pair<std::string, std::string>> headers;  // added to the answer
+  std::function<void()> on_end;  // runs once, when the answer is written or the connection goes
+};
+// Decides a request whose route is known, before its handler: at once (a result), or
+// later (nullopt, and then `later` runs exactly once, from any thread).
+using Gate = std::function<std::optional<GateResult>(const HttpRequest&, RouteGroup,
+                                                     std::function<void(GateResult)> later)>;
 
 struct HttpServerOptions {
   int io_threads = 2;        // threads running connections and asynchronous handlers
@@ -49,6 +62,8 @@ struct HttpServerOptions {
   // Decides before routing, with only the client known (intake protection): an Error
   // answers the request at once, and nothing else runs for it. Any I/O thread; quick.
   std::function<std::optional<Error>(const HttpRequest&)> admit;
+  // After routing (the route's group known), before the handler. Any I/O thread.
+  Gate gate;
 };
 
 // Hears of every answered request: the route pattern ("" when none matched), the

@@ -22,6 +22,7 @@
 #include "server/dispatcher.h"
 #include "server/errors.h"
 #include "server/http_server.h"
+#include "server/layer_gate.h"
 #include "server/log.h"
 #include "server/maintenance.h"
 #include "server/metrics.h"
@@ -278,12 +279,29 @@ int main(int argc, char** argv) {
       io, *store, clock, flags.lookahead_us, [&metrics](sluice::Micros lag) {
         metrics.ObserveReleaseLag(static_cast<double>(lag) / sluice::kMicrosPerSecond);
       });
-  sluice::App app{*store, auth, dispatcher, clock, metrics, flags.max_wait_ms};
+  // The intake-protection layers in force: the declared ones (the config file's were
+  // stored above), else the defaults.
+  sluice::LayerGate layers(*store, auth, clock, metrics);
+  if (sluice::Status loaded = layers.Load(); !loaded.ok()) {
+    sluice::LogEvent(spdlog::level::err, "limits_not_loaded", {{"detail", loaded.error().detail}});
+    spdlog::shutdown();
+    return 1;
+  }
+  {
+    auto p = layers.policy();
+    sluice::LogEvent(spdlog::level::info, "limits_in_force",
+                     {{"policy_version", p->version},
+                      {"defaults", p->version == 0},
+                      {"layers", sluice::LayersToJson(p->layers)["layers"]}});
+  }
+  sluice::App app{*store, auth, dispatcher, clock, metrics, flags.max_wait_ms, &layers};
   // Other instances on the same database: their changes wake the long-polls here, and a
   // re-check bounds the wait should one be missed (a lost channel). One process per
   // SQLite file hears nothing and needs no re-check.
-  store->OnChange([&dispatcher](sluice::StoreChange change) {
+  store->OnChange([&dispatcher, &layers](sluice::StoreChange change) {
     if (change == sluice::StoreChange::kTokens) return;  // the store dropped its cache
+    if (change == sluice::StoreChange::kLimits) return layers.MarkStale();
+    if (change == sluice::StoreChange::kResync) layers.MarkStale();
     if (change == sluice::StoreChange::kLeaseEnded) return dispatcher.NotifyLeaseEnded();
     dispatcher.Notify();
   });
@@ -332,6 +350,10 @@ int main(int argc, char** argv) {
       return auth_failures.Check(req);
     };
   }
+  http_options.gate = [&layers](const sluice::HttpRequest& req, sluice::RouteGroup group,
+                                std::function<void(sluice::GateResult)> later) {
+    return layers.Admit(req, group, std::move(later));
+  };
   sluice::HttpServer server(
       http_io, http_options, std::move(router),
       [](const sluice::Error& e, sluice::HttpResponse& res) { sluice::RenderError(res, e); },

@@ -89,7 +89,8 @@ Metrics::Metrics(size_t max_tenants)
       release_lag_(kLagBounds),
       commit_seconds_(kLatencyBounds),
       commit_batch_(kBatchBounds),
-      flush_seconds_(kLatencyBounds) {}
+      flush_seconds_(kLatencyBounds),
+      layer_seconds_(kLatencyBounds) {}
 
 std::string Metrics::TenantLabel(const std::string& tenant) {
   if (tenant.empty() || tenants_.count(tenant)) return tenant;
@@ -119,6 +120,22 @@ int64_t Metrics::Rejections(const std::string& queue) const {
     if (std::get<0>(key) == queue) n += count;
   }
   return n;
+}
+
+void Metrics::CountLayerDecision(std::string_view layer, std::string_view route_group,
+                                 std::string_view outcome) {
+  std::lock_guard lock(mu_);
+  ++layer_decisions_[{std::string(layer), std::string(route_group), std::string(outcome)}];
+}
+
+void Metrics::ObserveLayerDecision(double seconds) {
+  std::lock_guard lock(mu_);
+  layer_seconds_.Observe(seconds);
+}
+
+void Metrics::SetLimitStats(const LimitStats& stats) {
+  std::lock_guard lock(mu_);
+  limit_stats_ = stats;
 }
 
 void Metrics::ObserveRequest(std::string_view method, std::string_view route, int status,
@@ -259,6 +276,28 @@ std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waitin
   Header(out, "sluice_storage_flushed_commits_total", "counter",
          "Group commits that waited for the disk.");
   Sample(out, "sluice_storage_flushed_commits_total", "", static_cast<double>(commits_flushed_));
+  Header(out, "sluice_limiter_decisions_total", "counter",
+         "Intake-protection layer decisions by layer, route group and outcome (allowed, "
+         "rejected, failed_open, failed_closed), as this instance made them.");
+  for (const auto& [key, count] : layer_decisions_) {
+    const auto& [layer, group, outcome] = key;
+    Sample(out, "sluice_limiter_decisions_total",
+           "layer=\"" + EscapeLabel(layer) + "\",route_group=\"" + EscapeLabel(group) +
+               "\",outcome=\"" + EscapeLabel(outcome) + "\"",
+           static_cast<double>(count));
+  }
+  Header(out, "sluice_limiter_decision_seconds", "histogram",
+         "Time to decide one request's intake layers (one store transaction for all).");
+  layer_seconds_.Render(out, "sluice_limiter_decision_seconds", "");
+  if (limit_stats_) {
+    Header(out, "sluice_limiter_active_keys", "gauge",
+           "Intake limiter keys whose state is still in use (every instance's).");
+    Sample(out, "sluice_limiter_active_keys", "", static_cast<double>(limit_stats_->keys));
+    Header(out, "sluice_limiter_sliding_log_bytes", "gauge",
+           "Bytes of state the sliding-log layers' keys hold in the store.");
+    Sample(out, "sluice_limiter_sliding_log_bytes", "",
+           static_cast<double>(limit_stats_->log_bytes));
+  }
   Header(out, "sluice_http_request_duration_seconds", "histogram",
          "HTTP requests by route and status, from request read to response written.");
   for (const auto& [key, h] : requests_) {

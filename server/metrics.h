@@ -11,6 +11,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -51,6 +52,16 @@ class Metrics {
   void ObserveCommit(double seconds, size_t batch, bool flushed);
   void ObserveFlush(double seconds);
 
+  // An intake layer's decision on one request: outcome is allowed, rejected,
+  // failed_open or failed_closed (server/layer_gate.h). Layers and route groups are
+  // few (at most kMaxLayers x 7 series).
+  void CountLayerDecision(std::string_view layer, std::string_view route_group,
+                          std::string_view outcome);
+  // One request's layer decisions, from asking to the answer (a store round trip).
+  void ObserveLayerDecision(double seconds);
+  // Read from the store at scrape time (all instances' keys on PostgreSQL).
+  void SetLimitStats(const LimitStats& stats);
+
   struct QueueState {
     QueueInfo queue;
     std::vector<BucketInfo> buckets;
@@ -76,6 +87,9 @@ class Metrics {
   Histogram commit_batch_;                                             // (mu_)
   Histogram flush_seconds_;                                            // (mu_)
   uint64_t commits_flushed_ = 0;                                       // (mu_)
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> layer_decisions_;  // (mu_)
+  Histogram layer_seconds_;                                                               // (mu_)
+  std::optional<LimitStats> limit_stats_;                                                 // (mu_)
 };
 
 // Escapes a Prometheus label value (backslash, double quote, newline).

@@ -24,7 +24,7 @@ struct Entry {
 
 // Every route of the API. A route added to the router must be added here too (the
 // router refuses it otherwise), and to the table in docs/api.md.
-constexpr std::array<Entry, 28> kRoutes{{
+constexpr std::array<Entry, 30> kRoutes{{
     {"POST", "/v1/queues/{}/jobs", RouteGroup::kSubmit},
     {"DELETE", "/v1/jobs/{}", RouteGroup::kSubmit},
     {"GET", "/v1/jobs/{}", RouteGroup::kRead},
@@ -46,6 +46,8 @@ constexpr std::array<Entry, 28> kRoutes{{
     {"POST", "/v1/admin/tokens", RouteGroup::kAuth},
     {"GET", "/v1/admin/tokens", RouteGroup::kAuth},
     {"DELETE", "/v1/admin/tokens/{}", RouteGroup::kAuth},
+    {"GET", "/v1/admin/limits", RouteGroup::kRead},
+    {"PUT", "/v1/admin/limits", RouteGroup::kAdmin},
     {"GET", "/metrics", RouteGroup::kList},
     {"GET", "/healthz", RouteGroup::kRead},
     {"GET", "/readyz", RouteGroup::kRead},

@@ -238,6 +238,9 @@ void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
     if (!buckets.ok()) return RenderError(res, buckets.error());
     states.push_back({q, std::move(buckets.value())});
   }
+  if (auto stats = app.store.GetLimitStats(app.clock.Now()); stats.ok()) {
+    app.metrics.SetLimitStats(stats.value());
+  }
   res.status = 200;
   res.set_content(
       app.metrics.Render(states, app.dispatcher.waiting(), app.store.MaintenanceLeader()),
@@ -298,6 +301,7 @@ void RegisterRoutes(Router& router, App& app) {
   RegisterJobRoutes(router, app);
   RegisterLeaseRoutes(router, app);
   RegisterAdminRoutes(router, app);
+  RegisterLimitRoutes(router, app);
   RegisterAdminPageRoutes(router);
 }
 

@@ -138,6 +138,34 @@ struct LimitOutcome {
   std::optional<Micros> next_unit_after;
 };
 
+// One layer's part of a request: `cost` against the limiter state under `key`.
+struct LimitAsk {
+  std::string key;
+  Limit limit;
+  int64_t cost = 1;
+};
+
+// The decisions of several layers on one request, in the order asked, up to the first
+// that refused (the last then). All or nothing: a refused request spends nothing in
+// any layer.
+struct LimitsOutcome {
+  std::vector<LimitOutcome> outcomes;
+  bool allowed = true;
+};
+
+// The declared intake-protection layers as stored: JSON, and the version of the
+// latest change.
+struct StoredLayers {
+  int64_t version = 0;
+  std::string body;
+};
+
+// Intake limiter keys in use, and the bytes the sliding logs among them hold.
+struct LimitStats {
+  int64_t keys = 0;
+  int64_t log_bytes = 0;
+};
+
 struct MaintenanceCounts {
   int64_t leases_requeued = 0;  // lease ran out: back to queued
   int64_t leases_failed = 0;    // lease ran out with no attempts or time left
@@ -199,8 +227,8 @@ struct TokenRecord {
 // what it caches. kResync: changes may have been missed (the channel was lost); act
 // as if everything changed.
 // kWork: something may be releasable (a submit, a requeue, a resume, a policy change);
-// kLeaseEnded: a lease ended, freeing a concurrency cap.
-enum class StoreChange { kWork, kLeaseEnded, kQueues, kTokens, kResync };
+// kLeaseEnded: a lease ended, freeing a concurrency cap; kLimits: the intake layers.
+enum class StoreChange { kWork, kLeaseEnded, kQueues, kTokens, kLimits, kResync };
 
 class Store {
  public:
@@ -327,6 +355,17 @@ class Store {
   // the database, on the store's clock. A denial stores nothing.
   virtual void DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros now,
                                 Done<LimitOutcome> done) = 0;
+  // Several layers at once, in one transaction, in the order given (callers keep one
+  // order of layers, so that no two transactions wait on each other's keys).
+  virtual void DecideLimitsAsync(std::vector<LimitAsk> asks, Micros now,
+                                 Done<LimitsOutcome> done) = 0;
+  // Concurrency layers: requests admitted with these asks have ended.
+  virtual void ReleaseLimitsAsync(std::vector<LimitAsk> asks, Micros now, Done<Ok> done) = 0;
+  virtual Result<LimitStats> GetLimitStats(Micros now) = 0;
+  // The declared layers (nullopt: none declared, the defaults hold); PutLimitLayers
+  // replaces them, bumps the version (returned) and tells the other instances.
+  virtual Result<std::optional<StoredLayers>> GetLimitLayers() = 0;
+  virtual Result<int64_t> PutLimitLayers(const std::string& body, Micros now) = 0;
   // A small durable write: can the store commit right now? (/readyz)
   virtual Status Probe(Micros now) = 0;
 

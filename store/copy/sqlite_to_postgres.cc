@@ -27,7 +27,8 @@ constexpr const char* kImportFile = "store/sql/postgres/import.sql";
 
 // The tables copied, in the order rows go in (buckets after their queues) and the order
 // of import.sql's row_counts.
-constexpr const char* kTables[] = {"queues", "buckets", "jobs", "tokens", "idempotency_keys"};
+constexpr const char* kTables[] = {"queues", "buckets",          "jobs",
+                                   "tokens", "idempotency_keys", "limit_layers"};
 constexpr size_t kTableCount = sizeof kTables / sizeof kTables[0];
 
 // A refusal or failure of the copy itself, with its code.

@@ -12,7 +12,8 @@
 //      written to it. Then its schema is created (or upgraded): store/postgres/pg_schema.h.
 //   4. One transaction: the tables locked against any sluiced already on the target,
 //      checked empty again, every row copied (queues, buckets, jobs, tokens,
-//      idempotency_keys: every column as stored, job seq and ids included), the job
+//      idempotency_keys, limit_layers: every column as stored, job seq and ids
+//      included; the intake limiters' counts, rate_limits, start afresh), the job
 //      sequence moved past the copied seqs, the counts compared; then COMMIT. Any
 //      failure rolls it back and the target holds no row.
 //

@@ -613,18 +613,21 @@ Result<int64_t> Engine::CleanLimits(Micros caller_now, int64_t limit) {
 
 namespace {
 
-// How long a key's row is kept when its algorithm names no instant its quota is whole
-// again (concurrency): a day, after which nothing in flight can still hold a slot.
-constexpr Micros kLimitRowTtl = 24 * 3600 * kMicrosPerSecond;
+// How long a concurrency key's row is kept after its last acquire or release: the
+// longest a request may hold a slot. Slots held by an instance that died are given back
+// then (a row past it reads as a new key's, and the cleaner deletes it).
+constexpr Micros kConcurrencyHold = 5 * 60 * kMicrosPerSecond;
 
 // One decision under the key's row lock (or, for a new key, its insert): the rule is
 // the limiter's (shaper/limiters), the atomicity the store's. A denial writes nothing.
 Result<LimitOutcome> DecideLimit(Tx& tx, const std::string& key, const Limit& limit, int64_t cost,
                                  Micros caller_now) {
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const std::optional<std::string> stored = tx.LockLimit(key);
+    const std::optional<StoredLimit> stored = tx.LockLimit(key);
     const Micros now = tx.Now(caller_now);
-    const LimiterState state = stored ? DecodeState(limit, *stored) : InitialState(limit);
+    const LimiterState state = stored && stored->expires_at > now
+                                   ? DecodeState(limit, stored->state)
+                                   : InitialState(limit);
     LimitStep step = Decide(limit, state, now, cost);
     LimitOutcome out{step.decision, std::nullopt};
     const LimitDecision next = Decide(limit, step.state, now, 1).decision;
@@ -633,7 +636,7 @@ Result<LimitOutcome> DecideLimit(Tx& tx, const std::string& key, const Limit& li
     else
       out.next_unit_after = next.retry_after;
     if (!step.decision.allowed) return out;
-    const Micros expires_at = ClampTime(now + step.decision.reset_after.value_or(kLimitRowTtl));
+    const Micros expires_at = ClampTime(now + step.decision.reset_after.value_or(kConcurrencyHold));
     const std::string text = EncodeState(step.state);
     if (stored) {
       tx.UpdateLimit(key, text, expires_at);
@@ -645,7 +648,74 @@ Result<LimitOutcome> DecideLimit(Tx& tx, const std::string& key, const Limit& li
   return MakeError(ErrorCode::kStorageUnavailable, "limiter state kept changing; try again");
 }
 
+// Gives back what requests admitted with `ask` held (concurrency).
+void ReleaseLimit(Tx& tx, const LimitAsk& ask, Micros caller_now) {
+  const std::optional<StoredLimit> stored = tx.LockLimit(ask.key);
+  const Micros now = tx.Now(caller_now);
+  if (!stored || stored->expires_at <= now) return;  // forgotten already
+  const LimiterState state = Release(ask.limit, DecodeState(ask.limit, stored->state), ask.cost);
+  tx.UpdateLimit(ask.key, EncodeState(state), ClampTime(now + kConcurrencyHold));
+}
+
 }  // namespace
+
+void Engine::DecideLimitsAsync(std::vector<LimitAsk> asks, Micros caller_now,
+                               Done<LimitsOutcome> done) {
+  // A refusal rolls the transaction back (what earlier layers admitted is not spent),
+  // so it travels out as an error, its decisions beside it.
+  auto refused = std::make_shared<std::optional<LimitsOutcome>>();
+  WriteAsync<LimitsOutcome>(
+      [asks = std::move(asks), caller_now, refused](Tx& tx) -> Result<LimitsOutcome> {
+        refused->reset();
+        LimitsOutcome out;
+        for (const LimitAsk& ask : asks) {
+          Result<LimitOutcome> one = DecideLimit(tx, ask.key, ask.limit, ask.cost, caller_now);
+          if (!one.ok()) return one.error();
+          out.outcomes.push_back(one.value());
+          if (!one.value().decision.allowed) {
+            out.allowed = false;
+            *refused = std::move(out);
+            return MakeError(ErrorCode::kRateLimited, "refused by a layer");
+          }
+        }
+        return out;
+      },
+      [refused, done = std::move(done)](Result<LimitsOutcome> r) {
+        if (!r.ok() && r.error().code == ErrorCode::kRateLimited && *refused) {
+          return done(std::move(**refused));
+        }
+        done(std::move(r));
+      },
+      Driver::Sync::kCommitted);
+}
+
+void Engine::ReleaseLimitsAsync(std::vector<LimitAsk> asks, Micros caller_now, Done<Ok> done) {
+  WriteAsync<Ok>(
+      [asks = std::move(asks), caller_now](Tx& tx) -> Result<Ok> {
+        for (const LimitAsk& ask : asks) ReleaseLimit(tx, ask, caller_now);
+        return Ok{};
+      },
+      std::move(done), Driver::Sync::kCommitted);
+}
+
+Result<LimitStats> Engine::GetLimitStats(Micros caller_now) {
+  return Read<LimitStats>([caller_now](Tx& tx) -> Result<LimitStats> {
+    return tx.SelectLimitStats(tx.Now(caller_now));
+  });
+}
+
+Result<std::optional<StoredLayers>> Engine::GetLimitLayers() {
+  return Read<std::optional<StoredLayers>>(
+      [](Tx& tx) -> Result<std::optional<StoredLayers>> { return tx.SelectLayers(); });
+}
+
+Result<int64_t> Engine::PutLimitLayers(const std::string& body, Micros caller_now) {
+  Result<int64_t> r = Write<int64_t>([&body, caller_now](Tx& tx) -> Result<int64_t> {
+    return tx.PutLayers(body, tx.Now(caller_now));
+  });
+  if (r.ok()) Publish(StoreChange::kLimits);
+  return r;
+}
 
 void Engine::DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros caller_now,
                               Done<LimitOutcome> done) {

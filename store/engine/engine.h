@@ -73,6 +73,11 @@ class Engine : public Store {
   Result<int64_t> CleanLimits(Micros now, int64_t limit) override;
   void DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros now,
                         Done<LimitOutcome> done) override;
+  void DecideLimitsAsync(std::vector<LimitAsk> asks, Micros now, Done<LimitsOutcome> done) override;
+  void ReleaseLimitsAsync(std::vector<LimitAsk> asks, Micros now, Done<Ok> done) override;
+  Result<LimitStats> GetLimitStats(Micros now) override;
+  Result<std::optional<StoredLayers>> GetLimitLayers() override;
+  Result<int64_t> PutLimitLayers(const std::string& body, Micros now) override;
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;

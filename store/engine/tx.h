@@ -26,6 +26,13 @@
 namespace sluice {
 
 // A queue row as stored: the policy is its JSON text (the engine parses it).
+// An intake limiter key's row: its state (EncodeState's text) and when it may be
+// forgotten.
+struct StoredLimit {
+  std::string state;
+  Micros expires_at = 0;
+};
+
 struct QueueRow {
   std::string name;
   std::string policy;
@@ -295,15 +302,21 @@ class Tx {
   virtual void Probe(Micros now) = 0;
 
   // ---- Intake-limiter state (rate_limits) ----
-  // The key's stored state (EncodeState's text), its row locked until the transaction
-  // ends; nullopt when there is none.
-  virtual std::optional<std::string> LockLimit(const std::string& key) = 0;
+  // The key's stored state (EncodeState's text) and when it may be forgotten, its row
+  // locked until the transaction ends; nullopt when there is none.
+  virtual std::optional<StoredLimit> LockLimit(const std::string& key) = 0;
   // Creates the key's row, unless one exists: false then (another transaction made it
   // meanwhile: lock it and decide again).
   virtual bool InsertLimit(const std::string& key, const std::string& state, Micros expires_at) = 0;
   virtual void UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) = 0;
   // Deletes up to `limit` rows expired at `now`; how many.
   virtual int64_t CleanLimits(Micros now, int64_t limit) = 0;
+  // The declared layers (limit_layers), if any; PutLayers replaces them and returns
+  // the new version.
+  virtual std::optional<StoredLayers> SelectLayers() = 0;
+  virtual int64_t PutLayers(const std::string& body, Micros now) = 0;
+  // Keys whose state is still in use at `now`, and the bytes of the sliding logs.
+  virtual LimitStats SelectLimitStats(Micros now) = 0;
 
   // Tokens.
   virtual void InsertToken(const TokenRecord& token) = 0;

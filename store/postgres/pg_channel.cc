@@ -14,7 +14,7 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 constexpr StoreChange kSent[] = {StoreChange::kWork, StoreChange::kLeaseEnded, StoreChange::kQueues,
-                                 StoreChange::kTokens};
+                                 StoreChange::kTokens, StoreChange::kLimits};
 
 unsigned Bit(StoreChange c) { return 1u << static_cast<unsigned>(c); }
 
@@ -30,6 +30,8 @@ char PgChannel::Letter(StoreChange change) {
       return 'q';
     case StoreChange::kTokens:
       return 't';
+    case StoreChange::kLimits:
+      return 'x';
     case StoreChange::kResync:
       return 'r';
   }

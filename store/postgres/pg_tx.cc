@@ -593,10 +593,10 @@ std::optional<TokenRecord> PgTx::RevokeToken(const std::string& id, Micros now) 
 
 // ---- Intake limiters ----------------------------------------------------------------
 
-std::optional<std::string> PgTx::LockLimit(const std::string& key) {
+std::optional<StoredLimit> PgTx::LockLimit(const std::string& key) {
   Rows r = RunThenReadClock("lock_limit", pg::Params(key));
   if (r.empty()) return std::nullopt;
-  return r.Text(0, 0);
+  return StoredLimit{r.Text(0, 0), r.Int(0, 1)};
 }
 
 bool PgTx::InsertLimit(const std::string& key, const std::string& state, Micros expires_at) {
@@ -609,6 +609,21 @@ void PgTx::UpdateLimit(const std::string& key, const std::string& state, Micros 
 
 int64_t PgTx::CleanLimits(Micros now, int64_t limit) {
   return Run("clean_limits", now, limit).affected();
+}
+
+std::optional<StoredLayers> PgTx::SelectLayers() {
+  Rows r = Run("select_layers");
+  if (r.empty()) return std::nullopt;
+  return StoredLayers{r.Int(0, 0), r.Text(0, 1)};
+}
+
+int64_t PgTx::PutLayers(const std::string& body, Micros now) {
+  return Run("put_layers", body, now).Int(0, 0);
+}
+
+LimitStats PgTx::SelectLimitStats(Micros now) {
+  Rows r = Run("limit_stats", now);
+  return LimitStats{r.Int(0, 0), r.Int(0, 1)};
 }
 
 }  // namespace sluice

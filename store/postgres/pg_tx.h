@@ -30,7 +30,8 @@ namespace sluice {
   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
   X(insert_idempotency) X(probe) X(insert_token) X(select_token) X(list_tokens)                \
-  X(revoke_token) X(lock_limit) X(insert_limit) X(update_limit) X(clean_limits)
+  X(revoke_token) X(lock_limit) X(insert_limit) X(update_limit) X(clean_limits)               \
+  X(select_layers) X(put_layers) X(limit_stats)
 // clang-format on
 
 // Whose clock a transaction's decisions use.
@@ -137,10 +138,13 @@ class PgTx final : public Tx {
                          const std::string& body_hash, const std::string& job_id,
                          Micros now) override;
   void Probe(Micros now) override;
-  std::optional<std::string> LockLimit(const std::string& key) override;
+  std::optional<StoredLimit> LockLimit(const std::string& key) override;
   bool InsertLimit(const std::string& key, const std::string& state, Micros expires_at) override;
   void UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) override;
   int64_t CleanLimits(Micros now, int64_t limit) override;
+  std::optional<StoredLayers> SelectLayers() override;
+  int64_t PutLayers(const std::string& body, Micros now) override;
+  LimitStats SelectLimitStats(Micros now) override;
 
   void InsertToken(const TokenRecord& token) override;
   std::optional<TokenRecord> SelectToken(const std::string& id) override;

@@ -378,11 +378,11 @@ void SqliteTx::Probe(Micros now) { db_.Prepare(sql_.probe).BindAll(now).Exec(); 
 // ---- Intake limiters ----------------------------------------------------------------
 // One writer: the row needs no lock of its own.
 
-std::optional<std::string> SqliteTx::LockLimit(const std::string& key) {
+std::optional<StoredLimit> SqliteTx::LockLimit(const std::string& key) {
   Stmt s = db_.Prepare(sql_.select_limit);
   s.BindAll(key);
   if (!s.Step()) return std::nullopt;
-  return s.Text(0);
+  return StoredLimit{s.Text(0), s.Int(1)};
 }
 
 bool SqliteTx::InsertLimit(const std::string& key, const std::string& state, Micros expires_at) {
@@ -395,6 +395,26 @@ void SqliteTx::UpdateLimit(const std::string& key, const std::string& state, Mic
 
 int64_t SqliteTx::CleanLimits(Micros now, int64_t limit) {
   return db_.Prepare(sql_.clean_limits).BindAll(now, limit).Exec();
+}
+
+std::optional<StoredLayers> SqliteTx::SelectLayers() {
+  Stmt s = db_.Prepare(sql_.select_layers);
+  if (!s.Step()) return std::nullopt;
+  return StoredLayers{s.Int(0), s.Text(1)};
+}
+
+int64_t SqliteTx::PutLayers(const std::string& body, Micros now) {
+  Stmt s = db_.Prepare(sql_.put_layers);
+  s.BindAll(body, now);
+  s.Step();
+  return s.Int(0);
+}
+
+LimitStats SqliteTx::SelectLimitStats(Micros now) {
+  Stmt s = db_.Prepare(sql_.limit_stats);
+  s.BindAll(now);
+  s.Step();
+  return LimitStats{s.Int(0), s.Int(1)};
 }
 
 // ---- Tokens ------------------------------------------------------------------------

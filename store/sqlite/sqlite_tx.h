@@ -13,22 +13,25 @@ namespace sluice {
 
 // Every statement the driver runs, by name. Adding one: a block in statements.sql and
 // a name here (tests/store/statements_test.cc checks the two lists agree).
-#define SLUICE_SQLITE_STATEMENTS(X)                                                              \
-  X(select_queue)                                                                                \
-  X(queue_exists)                                                                                \
-  X(queue_stats)                                                                                 \
-  X(list_queues)                                                                                 \
-  X(upsert_queue)                                                                                \
-  X(set_paused) X(queue_busy) X(delete_queue) X(select_bucket) X(list_buckets) X(bucket_heads)   \
-      X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)                \
-          X(bucket_released) X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued)         \
-              X(insert_job) X(select_job) X(job_exists) X(cost_ahead) X(next_available)          \
-                  X(lease_job) X(complete_job) X(select_live_lease) X(end_attempt) X(leases_due) \
-                      X(expire_due) X(heartbeat) X(cancel_job) X(retry_job) X(list_jobs)         \
-                          X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)          \
-                              X(insert_idempotency) X(probe) X(insert_token) X(select_token)     \
-                                  X(list_tokens) X(revoke_token) X(select_limit) X(insert_limit) \
-                                      X(update_limit) X(clean_limits)
+#define SLUICE_SQLITE_STATEMENTS(X)                                                               \
+  X(select_queue)                                                                                 \
+  X(queue_exists)                                                                                 \
+  X(queue_stats)                                                                                  \
+  X(list_queues)                                                                                  \
+  X(upsert_queue)                                                                                 \
+  X(set_paused)                                                                                   \
+  X(queue_busy)                                                                                   \
+  X(delete_queue) X(select_bucket) X(list_buckets) X(bucket_heads) X(bucket_heads_after)          \
+      X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(bucket_released)                    \
+          X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job) \
+              X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)          \
+                  X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat)    \
+                      X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                       \
+                          X(clean_idempotency_keys) X(select_idempotency) X(insert_idempotency)   \
+                              X(probe) X(insert_token) X(select_token) X(list_tokens)             \
+                                  X(revoke_token) X(select_limit) X(insert_limit) X(update_limit) \
+                                      X(clean_limits) X(select_layers) X(put_layers)              \
+                                          X(limit_stats)
 
 struct SqliteStatements {
   // From store/sql/sqlite/statements.sql; throws if one is missing.
@@ -110,10 +113,13 @@ class SqliteTx final : public Tx {
                          const std::string& body_hash, const std::string& job_id,
                          Micros now) override;
   void Probe(Micros now) override;
-  std::optional<std::string> LockLimit(const std::string& key) override;
+  std::optional<StoredLimit> LockLimit(const std::string& key) override;
   bool InsertLimit(const std::string& key, const std::string& state, Micros expires_at) override;
   void UpdateLimit(const std::string& key, const std::string& state, Micros expires_at) override;
   int64_t CleanLimits(Micros now, int64_t limit) override;
+  std::optional<StoredLayers> SelectLayers() override;
+  int64_t PutLayers(const std::string& body, Micros now) override;
+  LimitStats SelectLimitStats(Micros now) override;
 
   void InsertToken(const TokenRecord& token) override;
   std::optional<TokenRecord> SelectToken(const std::string& id) override;

@@ -2,7 +2,9 @@
 // exception or sanitizer report; a refusal is a 400 whose detail is valid UTF-8 and
 // starts with "config <source>: "; an accepted config declares only valid names,
 // policies that read back from their own JSON form, distinct token ids, and tokens
-// with the submit scope only with a tenant.
+// with the submit scope only with a tenant, and intake layers (server/limit_layers.h,
+// the reader PUT /v1/admin/limits uses too) that are few, distinctly named, valid
+// limits, and read back from their own JSON form.
 #include <algorithm>
 #include <cstdint>
 #include <set>
@@ -40,6 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(t.tenant.has_value());
     }
     if (t.tenant) FUZZ_CHECK(IsValidName(NameKind::kTenant, *t.tenant));
+  }
+  if (config.value().limits) {
+    const std::vector<Layer>& layers = *config.value().limits;
+    FUZZ_CHECK(layers.size() <= kMaxLayers);
+    std::set<std::string> names;
+    for (const Layer& l : layers) {
+      FUZZ_CHECK(names.insert(l.name).second);
+      FUZZ_CHECK(!ValidateLimit(l.limit));
+      FUZZ_CHECK(!l.key.empty());
+    }
+    const nlohmann::json printed = LayersToJson(layers);
+    auto again = ReadLayers(printed);
+    FUZZ_CHECK(again.ok());
+    FUZZ_CHECK(LayersToJson(again.value()) == printed);
   }
   return 0;
 }

@@ -63,6 +63,8 @@ TEST_CASE("every registered route is in the group its cost calls for", "[route_g
       {{"POST", "/v1/admin/queues/{}/pause"}, RouteGroup::kAdmin},
       {{"POST", "/v1/admin/queues/{}/resume"}, RouteGroup::kAdmin},
       {{"POST", "/v1/admin/jobs/{}/retry"}, RouteGroup::kAdmin},
+      {{"PUT", "/v1/admin/limits"}, RouteGroup::kAdmin},
+      {{"GET", "/v1/admin/limits"}, RouteGroup::kRead},
   };
   size_t checked = 0;
   for (const Router::Route& r : router.routes()) {

@@ -62,10 +62,14 @@ Result<CopyDbReport> Copy(const std::string& from, const std::string& to) {
 
 // Rows in each table the copy fills, read straight from PostgreSQL; -1 when the table
 // does not exist.
+constexpr const char* kLayers =
+    R"({"layers":[{"name":"per_ip","algorithm":"fixed_window","limit":5,"window_s":60,"key":["ip"]}]})";
+
 std::map<std::string, int64_t> PgRows(const std::string& uri) {
   pg::Connection conn(uri);
   std::map<std::string, int64_t> rows;
-  for (const char* t : {"queues", "buckets", "jobs", "tokens", "idempotency_keys"}) {
+  for (const char* t :
+       {"queues", "buckets", "jobs", "tokens", "idempotency_keys", "limit_layers"}) {
     if (conn.ExecParams("SELECT to_regclass($1) IS NULL", pg::Params(std::string(t))).Bool(0, 0)) {
       rows[t] = -1;
     } else {
@@ -270,6 +274,9 @@ Built Build(Store& s) {
   work.created_at = kStart + 1;
   REQUIRE(s.CreateToken(work).ok());
   REQUIRE(s.RevokeToken("tok_work", b.now).ok());
+  // Declared intake layers, twice: version 2 travels.
+  REQUIRE(s.PutLimitLayers(R"({"layers":[]})", b.now).ok());
+  REQUIRE(s.PutLimitLayers(kLayers, b.now).ok());
   return b;
 }
 
@@ -370,15 +377,23 @@ TEST_CASE("copy-db moves every table of a SQLite database to PostgreSQL", "[post
   REQUIRE(copied.ok());
   std::map<std::string, int64_t> counts;
   for (const CopiedTable& t : copied.value().tables) counts[t.table] = t.rows;
-  CHECK(counts ==
-        std::map<std::string, int64_t>{
-            {"queues", 2}, {"buckets", 4}, {"jobs", 9}, {"tokens", 2}, {"idempotency_keys", 1}});
+  CHECK(counts == std::map<std::string, int64_t>{{"queues", 2},
+                                                 {"buckets", 4},
+                                                 {"jobs", 9},
+                                                 {"tokens", 2},
+                                                 {"idempotency_keys", 1},
+                                                 {"limit_layers", 1}});
   CHECK(copied.value().sqlite_version >= 2);
   CHECK(copied.value().postgres_version >= 1);
   CHECK(PgRows(uri) == counts);
 
   auto pg = OpenPg(uri);
   CheckSame(before, Take(*pg, built));
+  auto layers = pg->GetLimitLayers();
+  REQUIRE(layers.ok());
+  REQUIRE(layers.value());
+  CHECK(layers.value()->version == 2);
+  CHECK(layers.value()->body == kLayers);
   // The source can be opened again: the copy let go of its lock.
   CheckSame(before, Take(*OpenSqlite(path), built));
 
@@ -456,9 +471,12 @@ TEST_CASE("copy-db refuses a PostgreSQL database that holds data, and writes not
     CHECK(copied.error().code == ErrorCode::kConflict);
     CHECK(copied.error().detail.find("already holds sluice data (1 queues)") != std::string::npos);
     CHECK(copied.error().detail.find("nothing was written") != std::string::npos);
-    CHECK(PgRows(uri) ==
-          std::map<std::string, int64_t>{
-              {"queues", 1}, {"buckets", 0}, {"jobs", 0}, {"tokens", 0}, {"idempotency_keys", 0}});
+    CHECK(PgRows(uri) == std::map<std::string, int64_t>{{"queues", 1},
+                                                        {"buckets", 0},
+                                                        {"jobs", 0},
+                                                        {"tokens", 0},
+                                                        {"idempotency_keys", 0},
+                                                        {"limit_layers", 0}});
   }
   SECTION("a token only") {
     const std::string uri = PgServer::Shared().CreateDatabase();
@@ -492,7 +510,8 @@ TEST_CASE("copy-db refuses a SQLite file a store holds, or that is not there, to
   const std::string path = dir.File("sluice.db");
   const std::string uri = PgServer::Shared().CreateDatabase();
   const std::map<std::string, int64_t> no_schema = {
-      {"queues", -1}, {"buckets", -1}, {"jobs", -1}, {"tokens", -1}, {"idempotency_keys", -1}};
+      {"queues", -1}, {"buckets", -1},          {"jobs", -1},
+      {"tokens", -1}, {"idempotency_keys", -1}, {"limit_layers", -1}};
   {
     auto running = OpenSqlite(path);
     Build(*running);
@@ -541,9 +560,12 @@ TEST_CASE("a copy-db that fails midway leaves the PostgreSQL database without a 
   REQUIRE_FALSE(copied.ok());
   INFO(copied.error().detail);
   CHECK(copied.error().detail.find("rolled back") != std::string::npos);
-  CHECK(PgRows(uri) ==
-        std::map<std::string, int64_t>{
-            {"queues", 0}, {"buckets", 0}, {"jobs", 0}, {"tokens", 0}, {"idempotency_keys", 0}});
+  CHECK(PgRows(uri) == std::map<std::string, int64_t>{{"queues", 0},
+                                                      {"buckets", 0},
+                                                      {"jobs", 0},
+                                                      {"tokens", 0},
+                                                      {"idempotency_keys", 0},
+                                                      {"limit_layers", 0}});
 }
 
 }  // namespace

@@ -91,5 +91,87 @@ TEST_CASE("limits: keys whose quota is whole again are cleaned", "[store][limits
   REQUIRE(DecideNow(f.store(), "rl:v1:clean", limit, f.now()).decision.allowed);
 }
 
+LimitsOutcome DecideAll(Store& store, std::vector<LimitAsk> asks, Micros now) {
+  std::promise<Result<LimitsOutcome>> p;
+  auto f = p.get_future();
+  store.DecideLimitsAsync(std::move(asks), now,
+                          [&p](Result<LimitsOutcome> r) { p.set_value(std::move(r)); });
+  Result<LimitsOutcome> r = f.get();
+  INFO((r.ok() ? std::string() : r.error().detail));
+  REQUIRE(r.ok());
+  return r.value();
+}
+
+void ReleaseAll(Store& store, std::vector<LimitAsk> asks, Micros now) {
+  std::promise<Result<Ok>> p;
+  auto f = p.get_future();
+  store.ReleaseLimitsAsync(std::move(asks), now,
+                           [&p](Result<Ok> r) { p.set_value(std::move(r)); });
+  REQUIRE(f.get().ok());
+}
+
+TEST_CASE("limits: several layers decide all or nothing", "[store][limits]") {
+  StoreFixture f;
+  const LimitAsk wide{"rl:v1:wide:ip=a", Limit{Algorithm::kFixedWindow, 10, 3600 * kSecond, 1}, 1};
+  const LimitAsk narrow{"rl:v1:narrow:ip=a", Limit{Algorithm::kFixedWindow, 2, 3600 * kSecond, 1},
+                        1};
+  for (int i = 0; i < 2; ++i) {
+    const LimitsOutcome o = DecideAll(f.store(), {wide, narrow}, f.now());
+    REQUIRE(o.allowed);
+    REQUIRE(o.outcomes.size() == 2);
+    CHECK(o.outcomes[0].decision.remaining == 9 - i);
+    CHECK(o.outcomes[1].decision.remaining == 1 - i);
+  }
+  // The narrow layer refuses: the wide one's count is not spent either.
+  const LimitsOutcome refused = DecideAll(f.store(), {wide, narrow}, f.now());
+  REQUIRE_FALSE(refused.allowed);
+  REQUIRE(refused.outcomes.size() == 2);
+  CHECK_FALSE(refused.outcomes[1].decision.allowed);
+  const LimitsOutcome wide_only = DecideAll(f.store(), {wide}, f.now());
+  REQUIRE(wide_only.allowed);
+  CHECK(wide_only.outcomes[0].decision.remaining == 7);  // 2 admitted before, then this one
+}
+
+TEST_CASE("limits: a concurrency slot is held until released, and a dead holder's lapses",
+          "[store][limits]") {
+  StoreFixture f;
+  const LimitAsk slot{"rl:v1:c:token=t", Limit{Algorithm::kConcurrency, 2, kSecond, 1}, 1};
+  REQUIRE(DecideAll(f.store(), {slot}, f.now()).allowed);
+  REQUIRE(DecideAll(f.store(), {slot}, f.now()).allowed);
+  const LimitsOutcome full = DecideAll(f.store(), {slot}, f.now());
+  REQUIRE_FALSE(full.allowed);
+  CHECK_FALSE(full.outcomes[0].decision.retry_after.has_value());
+  ReleaseAll(f.store(), {slot}, f.now());
+  REQUIRE(DecideAll(f.store(), {slot}, f.now()).allowed);
+  REQUIRE_FALSE(DecideAll(f.store(), {slot}, f.now()).allowed);
+  // Holders that never release (an instance that died): after the hold, the key starts
+  // afresh.
+  f.clock().Advance(6 * 60 * kSecond);
+  REQUIRE(DecideAll(f.store(), {slot}, f.now()).allowed);
+  auto stats = f.store().GetLimitStats(f.now());
+  REQUIRE(stats.ok());
+  CHECK(stats.value().keys == 1);
+  CHECK(stats.value().log_bytes == 0);
+}
+
+TEST_CASE("limits: declared layers are stored with a version", "[store][limits]") {
+  StoreFixture f;
+  auto none = f.store().GetLimitLayers();
+  REQUIRE(none.ok());
+  CHECK_FALSE(none.value().has_value());
+  auto v1 = f.store().PutLimitLayers(R"({"layers":[]})", f.now());
+  REQUIRE(v1.ok());
+  CHECK(v1.value() == 1);
+  auto v2 = f.store().PutLimitLayers(R"({"layers":[1]})", f.now());
+  REQUIRE(v2.ok());
+  CHECK(v2.value() == 2);
+  f.Open();
+  auto stored = f.store().GetLimitLayers();
+  REQUIRE(stored.ok());
+  REQUIRE(stored.value().has_value());
+  CHECK(stored.value()->version == 2);
+  CHECK(stored.value()->body == R"({"layers":[1]})");
+}
+
 }  // namespace
 }  // namespace sluice::testing

@@ -180,7 +180,7 @@ TEST_CASE("A second PgStore opens on a database that has the schema", "[postgres
   REQUIRE(versions.size() == 1);
   CHECK(versions.Int(0, 0) == LatestVersion(MigrationsOf("postgres")));
   CHECK(versions.Text(0, 1) == "schema.sql");
-  CHECK(LatestVersion(MigrationsOf("postgres")) == 3);
+  CHECK(LatestVersion(MigrationsOf("postgres")) == 4);
 }
 
 TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_deltas)",
@@ -200,13 +200,14 @@ TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_d
   {  // back to version 1: no bucket_deltas, no rate_limits
     pg::Connection conn(uri);
     conn.Exec(
-        "DROP TABLE bucket_deltas; DROP TABLE rate_limits; "
+        "DROP TABLE bucket_deltas; DROP TABLE rate_limits; DROP TABLE limit_layers; "
         "DELETE FROM schema_migrations WHERE version > 1");
   }
   std::unique_ptr<PgStore> upgraded = OpenPg(uri);
   pg::Connection conn(uri);
-  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 3);
-  CHECK(conn.Exec("SELECT count(*) FROM rate_limits").Int(0, 0) == 0);  // made by 0003
+  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 4);
+  CHECK(conn.Exec("SELECT count(*) FROM rate_limits").Int(0, 0) == 0);   // made by 0003
+  CHECK(conn.Exec("SELECT count(*) FROM limit_layers").Int(0, 0) == 0);  // made by 0004
   REQUIRE(upgraded->Complete(id, lease, std::nullopt, 4).ok());
   CHECK(conn.Exec("SELECT count(*) FROM bucket_deltas").Int(0, 0) == 1);
   auto buckets = upgraded->ListBuckets("export");

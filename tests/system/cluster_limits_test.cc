@@ -804,5 +804,62 @@ TEST_CASE(
   }
 }
 
+// Declared layers across instances: a PUT through one instance is in force on every
+// instance (told through the database), and 3 instances hammered at once together admit
+// exactly the layer's limit on one key; when the limiter's state cannot be written, a
+// fail-closed layer answers 503 on every instance.
+TEST_CASE("cluster: a declared layer's limit holds across instances, and so does its fail mode",
+          "[cluster][postgres]") {
+  constexpr int kLimit = 30;
+  Cluster c;
+  c.Admin(0, "PUT", "/v1/admin/queues/q", {{"rate", 100}, {"capacity", 100}});
+  const nlohmann::json layer = {{"name", "per_token"}, {"algorithm", "sliding_window_counter"},
+                                {"limit", kLimit},     {"window_s", 3600},
+                                {"key", {"token"}},    {"route_groups", {"read"}},
+                                {"fail", "closed"}};
+  const int64_t version = c.Admin(0, "PUT", "/v1/admin/limits",
+                                  {{"layers", nlohmann::json::array({layer})}})["version"];
+  for (int i = 1; i < c.size(); ++i) {
+    REQUIRE(Eventually([&] { return c.Admin(i, "GET", "/v1/admin/limits")["version"] == version; },
+                       std::chrono::seconds(10)));
+  }
+  std::atomic<int> admitted{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < c.size(); ++i) {
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, i] {
+        auto http = c[i].Client();
+        for (int n = 0; n < 20; ++n) {
+          const int status =
+              Call(*http, "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token())).status;
+          (status == 200 ? admitted : status == 429 ? refused : other)++;
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  CHECK(admitted == kLimit);
+  CHECK(refused == 6 * 20 - kLimit);
+  CHECK(other == 0);
+  // The limiter's state cannot be written (a constraint no row meets): a new layer's
+  // keys cannot be made, and being fail-closed it refuses on every instance.
+  nlohmann::json hard = layer;
+  hard["name"] = "hard";
+  const int64_t v2 =
+      c.Admin(0, "PUT", "/v1/admin/limits", {{"layers", nlohmann::json::array({hard})}})["version"];
+  c.Query("ALTER TABLE rate_limits ADD CONSTRAINT out_of_reach CHECK (false) NOT VALID");
+  for (int i = 0; i < c.size(); ++i) {
+    REQUIRE(Eventually([&] { return c.Admin(i, "GET", "/v1/admin/limits")["version"] == v2; },
+                       std::chrono::seconds(10)));
+    auto r = Call(*c[i].Client(), "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token()));
+    CHECK(r.status == 503);
+    CHECK(r.body.value("error", "") == "storage_unavailable");
+  }
+  c.Query("ALTER TABLE rate_limits DROP CONSTRAINT out_of_reach");
+  CHECK(
+      Call(*c[0].Client(), "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token())).status ==
+      200);
+}
+
 }  // namespace
 }  // namespace sluice::testing

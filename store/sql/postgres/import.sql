@@ -11,19 +11,19 @@
 -- Whether sluice's tables are there yet (before the schema is prepared: nothing written).
 SELECT to_regclass('queues') IS NOT NULL AND to_regclass('buckets') IS NOT NULL AND
        to_regclass('jobs') IS NOT NULL AND to_regclass('tokens') IS NOT NULL AND
-       to_regclass('idempotency_keys') IS NOT NULL;
+       to_regclass('idempotency_keys') IS NOT NULL AND to_regclass('limit_layers') IS NOT NULL;
 
 -- name: lock_tables
 -- No sluiced on the target writes while the copy runs (and none has written since the
 -- check below), and the copy waits at most a few seconds for one that holds a row.
 SET LOCAL lock_timeout = '10s';
-LOCK TABLE queues, buckets, jobs, tokens, idempotency_keys IN EXCLUSIVE MODE;
+LOCK TABLE queues, buckets, jobs, tokens, idempotency_keys, limit_layers IN EXCLUSIVE MODE;
 
 -- name: row_counts
 -- The rows of each table the copy fills, in the order of store/copy's table list.
 SELECT (SELECT count(*) FROM queues), (SELECT count(*) FROM buckets),
        (SELECT count(*) FROM jobs), (SELECT count(*) FROM tokens),
-       (SELECT count(*) FROM idempotency_keys);
+       (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM limit_layers);
 
 -- name: queues
 INSERT INTO queues (name, policy, version, paused, created_at, updated_at)
@@ -79,3 +79,8 @@ SELECT tenant, key, body_hash, job_id, created_at
 -- name: restart_job_seq
 -- The next job admitted on PostgreSQL comes after every copied one.
 SELECT setval(pg_get_serial_sequence('jobs', 'seq'), COALESCE(MAX(seq), 0) + 1, false) FROM jobs;
+
+-- name: limit_layers
+INSERT INTO limit_layers (id, version, body, updated_at)
+SELECT id, version, body, updated_at
+  FROM json_to_recordset($1::json) AS r(id bigint, version bigint, body text, updated_at bigint);

@@ -446,7 +446,7 @@ RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;
 
 -- name: lock_limit
 -- An intake limiter's state, locked: decisions on one key take turns across processes.
-SELECT state FROM rate_limits WHERE key = $1::text FOR UPDATE;
+SELECT state, expires_at FROM rate_limits WHERE key = $1::text FOR UPDATE;
 
 -- name: insert_limit
 -- A new key; nothing if another transaction made it first (the caller locks it then).
@@ -460,3 +460,17 @@ UPDATE rate_limits SET state = $2::text, expires_at = $3::bigint WHERE key = $1:
 DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits
                                       WHERE expires_at <= $1::bigint LIMIT $2::bigint
                                       FOR UPDATE SKIP LOCKED);
+
+-- name: select_layers
+SELECT version, body FROM limit_layers WHERE id = 1;
+
+-- name: put_layers
+INSERT INTO limit_layers (id, version, body, updated_at) VALUES (1, 1, $1::text, $2::bigint)
+ON CONFLICT (id) DO UPDATE SET version = limit_layers.version + 1, body = excluded.body,
+                               updated_at = excluded.updated_at
+RETURNING version;
+
+-- name: limit_stats
+-- Keys in use, and the bytes the sliding logs among them hold (state "1,...").
+SELECT count(*), coalesce(sum(CASE WHEN state LIKE '1,%' THEN length(state) ELSE 0 END), 0)
+FROM rate_limits WHERE expires_at > $1::bigint;

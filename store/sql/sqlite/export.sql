@@ -30,3 +30,6 @@ SELECT id, secret_hash, tenant, scopes, queues, created_at, revoked_at FROM toke
 
 -- name: idempotency_keys
 SELECT tenant, key, body_hash, job_id, created_at FROM idempotency_keys ORDER BY tenant, key;
+
+-- name: limit_layers
+SELECT id, version, body, updated_at FROM limit_layers ORDER BY id;

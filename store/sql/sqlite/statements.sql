@@ -231,7 +231,7 @@ UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1
 RETURNING id, secret_hash, tenant, scopes, queues, created_at, revoked_at;
 
 -- name: select_limit
-SELECT state FROM rate_limits WHERE key = ?1;
+SELECT state, expires_at FROM rate_limits WHERE key = ?1;
 
 -- name: insert_limit
 INSERT INTO rate_limits (key, state, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT (key) DO NOTHING;
@@ -241,3 +241,16 @@ UPDATE rate_limits SET state = ?2, expires_at = ?3 WHERE key = ?1;
 
 -- name: clean_limits
 DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expires_at <= ?1 LIMIT ?2);
+
+-- name: select_layers
+SELECT version, body FROM limit_layers WHERE id = 1;
+
+-- name: put_layers
+INSERT INTO limit_layers (id, version, body, updated_at) VALUES (1, 1, ?1, ?2)
+ON CONFLICT (id) DO UPDATE SET version = limit_layers.version + 1, body = excluded.body,
+                               updated_at = excluded.updated_at
+RETURNING version;
+
+-- name: limit_stats
+SELECT count(*), coalesce(sum(CASE WHEN state LIKE '1,%' THEN length(state) ELSE 0 END), 0)
+FROM rate_limits WHERE expires_at > ?1;
