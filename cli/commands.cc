@@ -1,7 +1,13 @@
 #include "cli/commands.h"
 
+#include <chrono>
+#include <random>
+#include <thread>
+
 #include "cli/table.h"
 #include "cli/views.h"
+#include "common/random.h"
+#include "worker/backoff.h"
 
 namespace sluice::cli {
 
@@ -127,18 +133,51 @@ int Commands::RevokeToken(const std::string& id) {
   return Print(api_.Delete("/v1/admin/tokens/" + EncodePathSegment(id)), RevokedView);
 }
 
+namespace {
+
+bool Retryable(const ApiFailure& f) {
+  if (f.kind == ApiFailure::Kind::kUnreachable) return true;
+  if (f.kind != ApiFailure::Kind::kRefused) return false;
+  return f.status == 503 ||
+         (f.status == 429 && (f.code == "queue_full" || f.code == "rate_limited"));
+}
+
+}  // namespace
+
 int Commands::Submit(const SubmitSpec& spec) {
   json body = json::object();
   if (spec.payload) body["payload"] = *spec.payload;
   if (spec.cost) body["cost"] = *spec.cost;
   if (spec.deadline_in_ms) body["deadline_in_ms"] = *spec.deadline_in_ms;
   httplib::Headers headers;
-  if (spec.idempotency_key) headers.emplace("Idempotency-Key", *spec.idempotency_key);
-  ApiResult r = api_.Post("/v1/queues/" + EncodePathSegment(spec.queue) + "/jobs", body, headers);
-  if (!r.ok()) return Report(r.failure());
-  bool replayed = r.value().header("Idempotent-Replayed") == "true";
-  o_.out << (o_.json ? PrettyJson(r.value().body) : SubmittedView(r.value().body, replayed));
-  return kExitOk;
+  std::optional<std::string> key = spec.idempotency_key;
+  if (!key && spec.retries > 0) key = RandomId("cli_", 16);
+  if (key) headers.emplace("Idempotency-Key", *key);
+  const std::string path = "/v1/queues/" + EncodePathSegment(spec.queue) + "/jobs";
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int failures = 0;; ++failures) {
+    ApiResult r = api_.Post(path, body, headers);
+    if (r.ok()) {
+      bool replayed = r.value().header("Idempotent-Replayed") == "true";
+      o_.out << (o_.json ? PrettyJson(r.value().body) : SubmittedView(r.value().body, replayed));
+      return kExitOk;
+    }
+    const ApiFailure& f = r.failure();
+    if (failures >= spec.retries || !Retryable(f)) return Report(f);
+    const int64_t delay_ms =
+        RetryDelayMs(BackoffPolicy{}, failures + 1, f.retry_after_s, unit(rng));
+    if (delay_ms > spec.max_wait_s * 1000) {
+      o_.err << "sluice: the server asks to wait " << (delay_ms + 999) / 1000
+             << " s, more than --max-wait-s " << spec.max_wait_s << "\n";
+      return Report(f);
+    }
+    o_.err << "sluice: " << CleanCell(f.code.empty() ? "no answer" : f.code);
+    if (f.status) o_.err << " (HTTP " << f.status << ")";
+    o_.err << "; retrying in " << delay_ms << " ms (" << failures + 1 << " of " << spec.retries
+           << ")\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));  // a time, not an event
+  }
 }
 
 }  // namespace sluice::cli

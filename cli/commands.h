@@ -50,6 +50,13 @@ struct SubmitSpec {
   std::optional<int64_t> cost;
   std::optional<int64_t> deadline_in_ms;
   std::optional<std::string> idempotency_key;
+  // A 429 (queue_full, rate_limited), a 503 or no answer is tried again up to `retries`
+  // times, each no earlier than the server's Retry-After, plus exponential backoff with
+  // full jitter (worker/backoff.h); a wait above `max_wait_s` gives up instead. With
+  // retries, the job carries an Idempotency-Key (one is made if none is given), so a
+  // retry never makes a second job.
+  int retries = 3;
+  int64_t max_wait_s = 60;
 };
 
 class Commands {

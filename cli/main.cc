@@ -102,6 +102,15 @@ int main(int argc, char** argv) {
                      "the job must start within this many ms");
   submit->add_option("--idempotency-key", submit_spec.idempotency_key,
                      "a retry with the same key returns the first job");
+  submit
+      ->add_option("--retries", submit_spec.retries,
+                   "tries again after a 429 queue_full or rate_limited, a 503 or no answer, "
+                   "never before Retry-After, with jittered backoff (default 3; 0: never)")
+      ->check(CLI::Range(0, 100));
+  submit
+      ->add_option("--max-wait-s", submit_spec.max_wait_s,
+                   "gives up instead when a retry would wait longer (default 60)")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400}));
 
   try {
     cli.parse(argc, argv);

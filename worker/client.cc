@@ -97,7 +97,7 @@ Error ErrorFromResponse(int status, const std::string& body,
 
 bool IsTransient(const Error& e) {
   return e.code == ErrorCode::kStorageUnavailable || e.code == ErrorCode::kQueueFull ||
-         e.code == ErrorCode::kInternal;
+         e.code == ErrorCode::kRateLimited || e.code == ErrorCode::kInternal;
 }
 
 WorkerClient::WorkerClient(const std::string& base_url, std::string token, std::string worker_id)

@@ -104,7 +104,8 @@ Error ErrorFromResponse(int status, const std::string& body,
                         const std::string& retry_after_header = "");
 
 // True for errors worth retrying after a backoff: the server could not be reached or
-// answered 503 (both reported as kStorageUnavailable), 429 queue_full, 5xx internal.
+// answered 503 (both reported as kStorageUnavailable), 429 queue_full or rate_limited
+// (an intake layer), 5xx internal.
 bool IsTransient(const Error& e);
 
 }  // namespace sluice

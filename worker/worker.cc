@@ -277,8 +277,8 @@ void Worker::LeaseLoop() {
         break;
       }
       delay_ms = RetryDelayMs(options_.backoff, ++failures, e.retry_after_s, Random());
-      spdlog::warn("worker={}: cannot lease (failure {}): {}; retrying in {} ms",
-                   options_.worker_id, failures, e.detail, delay_ms);
+      spdlog::warn("worker={}: cannot lease (failure {}): {}; retrying in {} ms (Retry-After {} s)",
+                   options_.worker_id, failures, e.detail, delay_ms, e.retry_after_s.value_or(0));
     } else {
       if (failures > 0) spdlog::info("worker={}: leasing again", options_.worker_id);
       failures = 0;

@@ -444,6 +444,39 @@ TEST_CASE("cli: a full bucket is exit 1 with queue_full and the Retry-After") {
   CHECK(std::stoll(full.err.substr(at + 13)) >= 1);
 }
 
+// An intake layer allows one submit per token per 2 s window. `sluice submit` refused
+// with 429 rate_limited waits the Retry-After (plus jitter) and tries again with the same
+// Idempotency-Key: the server refuses it exactly once (a retry before the window ended
+// would be refused again), and one job is made.
+TEST_CASE("cli: submit retries a 429 no earlier than Retry-After, making one job") {
+  Fixture f({{"rate", 1000}, {"capacity", 1000}});
+  const json layer = {{"name", "per_token"}, {"algorithm", "fixed_window"},
+                      {"limit", 1},          {"window_s", 2},
+                      {"key", {"token"}},    {"route_groups", {"submit"}}};
+  REQUIRE(f.Admin("PUT", "/v1/admin/limits", {{"layers", json::array({layer})}}).status == 200);
+  REQUIRE(f.SluiceAs(f.acme, {"submit", "report-export", "{}"}).exit_code == 0);
+  SECTION("with retries (the default)") {
+    auto run = f.SluiceAs(f.acme, {"submit", "report-export", "{}"});
+    INFO(run.out << run.err);
+    CHECK(run.exit_code == 0);
+    const std::string retry = "rate_limited (HTTP 429); retrying in";
+    const size_t first = run.err.find(retry);
+    CHECK(first != std::string::npos);
+    CHECK(run.err.find(retry, first + 1) == std::string::npos);
+    auto res = f.http->Get("/metrics", Bearer(kAdminToken));
+    REQUIRE(res);
+    CHECK(res->body.find("sluice_limiter_decisions_total{layer=\"per_token\",route_group="
+                         "\"submit\",outcome=\"rejected\"} 1\n") != std::string::npos);
+    CHECK(f.Admin("GET", "/v1/jobs?queue=report-export").body["jobs"].size() == 2);
+  }
+  SECTION("--retries 0 reports the refusal at once") {
+    auto run = f.SluiceAs(f.acme, {"submit", "report-export", "{}", "--retries", "0"});
+    CHECK(run.exit_code == 1);
+    CHECK(run.err.find("rate_limited (HTTP 429)") != std::string::npos);
+    CHECK(run.err.find("Retry-After: ") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: an unreachable server is exit 3") {
   // A bound port that does not listen: connections to it are refused.
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

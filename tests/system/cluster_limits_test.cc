@@ -815,7 +815,7 @@ TEST_CASE("cluster: a declared layer's limit holds across instances, and so does
   c.Admin(0, "PUT", "/v1/admin/queues/q", {{"rate", 100}, {"capacity", 100}});
   const nlohmann::json layer = {{"name", "per_token"}, {"algorithm", "sliding_window_counter"},
                                 {"limit", kLimit},     {"window_s", 3600},
-                                {"key", {"token"}},    {"route_groups", {"read"}},
+                                {"key", {"token"}},    {"route_groups", {"list"}},
                                 {"fail", "closed"}};
   const int64_t version = c.Admin(0, "PUT", "/v1/admin/limits",
                                   {{"layers", nlohmann::json::array({layer})}})["version"];
@@ -831,7 +831,7 @@ TEST_CASE("cluster: a declared layer's limit holds across instances, and so does
         auto http = c[i].Client();
         for (int n = 0; n < 20; ++n) {
           const int status =
-              Call(*http, "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token())).status;
+              Call(*http, "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token())).status;
           (status == 200 ? admitted : status == 429 ? refused : other)++;
         }
       });
@@ -851,13 +851,13 @@ TEST_CASE("cluster: a declared layer's limit holds across instances, and so does
   for (int i = 0; i < c.size(); ++i) {
     REQUIRE(Eventually([&] { return c.Admin(i, "GET", "/v1/admin/limits")["version"] == v2; },
                        std::chrono::seconds(10)));
-    auto r = Call(*c[i].Client(), "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token()));
+    auto r = Call(*c[i].Client(), "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token()));
     CHECK(r.status == 503);
     CHECK(r.body.value("error", "") == "storage_unavailable");
   }
   c.Query("ALTER TABLE rate_limits DROP CONSTRAINT out_of_reach");
   CHECK(
-      Call(*c[0].Client(), "GET", "/v1/admin/queues/q", nullptr, Bearer(c.admin_token())).status ==
+      Call(*c[0].Client(), "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token())).status ==
       200);
 }
 

@@ -204,6 +204,34 @@ TEST_CASE("a worker whose server is down backs off and keeps trying") {
   CHECK(log.find("fixed-work-token") == std::string::npos);
 }
 
+// A token bucket of one lease per hour for the work token: the worker's second lease is
+// refused 429 rate_limited with Retry-After 3600. It is not fatal: the worker plans its
+// next try no earlier than that (the log says when), and still stops at once on SIGTERM.
+TEST_CASE("a worker refused by an intake layer waits its Retry-After, and still stops") {
+  WorkerRig rig(kFast);
+  const nlohmann::json layer = {{"name", "leases"}, {"algorithm", "token_bucket"},
+                                {"limit", 1},       {"window_s", 3600},
+                                {"key", {"token"}}, {"route_groups", {"lease"}}};
+  REQUIRE(
+      rig.Admin("PUT", "/v1/admin/limits", {{"layers", nlohmann::json::array({layer})}}).status ==
+      200);
+  auto worker = rig.Worker({}, {"true"});
+  REQUIRE(Eventually([&] { return Count(worker->ReadLog(), "cannot lease") >= 1; }, seconds(20)));
+  const std::string log = worker->ReadLog();
+  INFO(log);
+  CHECK(log.find("HTTP 429: layer leases") != std::string::npos);
+  const size_t at = log.find("retrying in ");
+  const size_t ra = log.find("(Retry-After ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(ra != std::string::npos);
+  const int64_t retry_after_s = std::stoll(log.substr(ra + 13));
+  CHECK(retry_after_s >= 3500);  // the bucket refills one lease an hour after the first
+  CHECK(std::stoll(log.substr(at + 12)) >= retry_after_s * 1000);
+  CHECK(Count(log, "cannot lease") == 1);
+  worker->Signal(SIGTERM);
+  CHECK(worker->Wait(seconds(20)) == 0);
+}
+
 TEST_CASE("a worker whose token is refused exits 1 instead of retrying forever") {
   WorkerRig rig(kFast);
   auto worker =

@@ -1,7 +1,10 @@
-// The client's timing math (worker/backoff.h), with the random draw supplied.
+// The client's timing math (worker/backoff.h), with the random draw supplied, and which
+// answers it retries (worker/client.h IsTransient).
 #include "worker/backoff.h"
 
 #include <catch2/catch.hpp>
+
+#include "worker/client.h"
 
 namespace sluice {
 namespace {
@@ -58,6 +61,25 @@ TEST_CASE("heartbeats extend by the lease, but not past the timeout") {
   CHECK(HeartbeatExtendMs(3000, 8000, 10000) == 2000);
   CHECK(HeartbeatExtendMs(3000, 9950, 10000) == std::nullopt);  // < 100 ms left
   CHECK(HeartbeatExtendMs(3000, 12000, 10000) == std::nullopt);
+}
+
+// Every refusal that asks the client to come back later is worth a retry, an intake
+// layer's 429 included; the ones no wait changes are not.
+TEST_CASE("which answers a client retries after a backoff") {
+  for (const char* body : {R"({"error":"rate_limited","retry_after":7})",
+                           R"({"error":"queue_full","retry_after":7})"}) {
+    const Error e = ErrorFromResponse(429, body, "");
+    CHECK(IsTransient(e));
+    CHECK(e.retry_after_s == 7);
+    CHECK(RetryDelayMs(BackoffPolicy{}, 1, e.retry_after_s, 0.999) >= 7000);
+  }
+  // A concurrency layer's refusal names no wait: backoff alone.
+  const Error no_wait = ErrorFromResponse(429, R"({"error":"rate_limited"})", "");
+  CHECK(IsTransient(no_wait));
+  CHECK_FALSE(no_wait.retry_after_s.has_value());
+  CHECK(IsTransient(ErrorFromResponse(503, "", "2")));
+  CHECK_FALSE(IsTransient(ErrorFromResponse(429, R"({"error":"deadline_unreachable"})", "")));
+  CHECK_FALSE(IsTransient(ErrorFromResponse(401, R"({"error":"unauthorized"})", "")));
 }
 
 }  // namespace
