@@ -355,8 +355,10 @@ class Store {
   // the database, on the store's clock. A denial stores nothing.
   virtual void DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros now,
                                 Done<LimitOutcome> done) = 0;
-  // Several layers at once, in one transaction, in the order given (callers keep one
-  // order of layers, so that no two transactions wait on each other's keys).
+  // Several layers of one request at once, all or nothing. Requests that arrive while
+  // a batch is deciding are decided together in the next (store/engine/limits.h): one
+  // lock and one write per distinct key, committed without waiting for a flush on
+  // PostgreSQL (a crash of the database may forget the last decisions; Driver::Sync).
   virtual void DecideLimitsAsync(std::vector<LimitAsk> asks, Micros now,
                                  Done<LimitsOutcome> done) = 0;
   // Concurrency layers: requests admitted with these asks have ended.

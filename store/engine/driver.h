@@ -27,8 +27,11 @@ class Driver {
   // Whether the caller hears back once the change is durable (kDurable) or once it is
   // committed and visible to every reader (kCommitted: a power loss may forget it; a
   // lease, whose loss leaves its job queued, is answered so). The least a driver gives:
-  // PostgreSQL answers kCommitted as kDurable (PgDriver::Write says why).
-  enum class Sync { kDurable, kCommitted };
+  // PostgreSQL answers kCommitted as kDurable (PgDriver::Write says why). kVolatile:
+  // committed and visible, but a crash of the database server itself may forget it —
+  // for state whose loss costs nothing that matters (intake limiters' counts: a client
+  // gets a few more requests), so that a hot key's row lock is not held across a flush.
+  enum class Sync { kDurable, kCommitted, kVolatile };
 
   // An operation: reads and writes through the Tx; an Error rolls back its changes.
   using Op = std::function<std::optional<Error>(Tx&)>;

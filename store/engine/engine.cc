@@ -9,6 +9,7 @@
 #include "shaper/dispatch.h"
 #include "store/engine/attempts.h"
 #include "store/engine/intake.h"
+#include "store/engine/limits.h"
 #include "store/engine/release.h"
 #include "store/engine/stored_policy.h"
 
@@ -86,6 +87,11 @@ Engine::Engine(std::unique_ptr<Driver> driver, EngineOptions options)
           SubmitBatch(std::move(batch), std::move(finished));
         });
   }
+  limits_ = std::make_unique<Coalescer<PendingLimits>>(
+      kLimitBatches, kMaxLimitBatch,
+      [this](std::vector<PendingLimits> batch, std::function<void()> finished) {
+        DecideLimitBatchAsync(std::move(batch), std::move(finished));
+      });
 }
 
 void Engine::OnChange(std::function<void(StoreChange)> listener) {
@@ -609,93 +615,43 @@ Result<int64_t> Engine::CleanLimits(Micros caller_now, int64_t limit) {
   });
 }
 
-// ---- Intake limiters ---------------------------------------------------------------
-
-namespace {
-
-// How long a concurrency key's row is kept after its last acquire or release: the
-// longest a request may hold a slot. Slots held by an instance that died are given back
-// then (a row past it reads as a new key's, and the cleaner deletes it).
-constexpr Micros kConcurrencyHold = 5 * 60 * kMicrosPerSecond;
-
-// One decision under the key's row lock (or, for a new key, its insert): the rule is
-// the limiter's (shaper/limiters), the atomicity the store's. A denial writes nothing.
-Result<LimitOutcome> DecideLimit(Tx& tx, const std::string& key, const Limit& limit, int64_t cost,
-                                 Micros caller_now) {
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    const std::optional<StoredLimit> stored = tx.LockLimit(key);
-    const Micros now = tx.Now(caller_now);
-    const LimiterState state = stored && stored->expires_at > now
-                                   ? DecodeState(limit, stored->state)
-                                   : InitialState(limit);
-    LimitStep step = Decide(limit, state, now, cost);
-    LimitOutcome out{step.decision, std::nullopt};
-    const LimitDecision next = Decide(limit, step.state, now, 1).decision;
-    if (next.allowed)
-      out.next_unit_after = 0;
-    else
-      out.next_unit_after = next.retry_after;
-    if (!step.decision.allowed) return out;
-    const Micros expires_at = ClampTime(now + step.decision.reset_after.value_or(kConcurrencyHold));
-    const std::string text = EncodeState(step.state);
-    if (stored) {
-      tx.UpdateLimit(key, text, expires_at);
-      return out;
-    }
-    if (tx.InsertLimit(key, text, expires_at)) return out;
-    // Another process made the key meanwhile: lock its row and decide again.
-  }
-  return MakeError(ErrorCode::kStorageUnavailable, "limiter state kept changing; try again");
-}
-
-// Gives back what requests admitted with `ask` held (concurrency).
-void ReleaseLimit(Tx& tx, const LimitAsk& ask, Micros caller_now) {
-  const std::optional<StoredLimit> stored = tx.LockLimit(ask.key);
-  const Micros now = tx.Now(caller_now);
-  if (!stored || stored->expires_at <= now) return;  // forgotten already
-  const LimiterState state = Release(ask.limit, DecodeState(ask.limit, stored->state), ask.cost);
-  tx.UpdateLimit(ask.key, EncodeState(state), ClampTime(now + kConcurrencyHold));
-}
-
-}  // namespace
+// ---- Intake limiters (store/engine/limits.h) ----------------------------------------
 
 void Engine::DecideLimitsAsync(std::vector<LimitAsk> asks, Micros caller_now,
                                Done<LimitsOutcome> done) {
-  // A refusal rolls the transaction back (what earlier layers admitted is not spent),
-  // so it travels out as an error, its decisions beside it.
-  auto refused = std::make_shared<std::optional<LimitsOutcome>>();
-  WriteAsync<LimitsOutcome>(
-      [asks = std::move(asks), caller_now, refused](Tx& tx) -> Result<LimitsOutcome> {
-        refused->reset();
-        LimitsOutcome out;
-        for (const LimitAsk& ask : asks) {
-          Result<LimitOutcome> one = DecideLimit(tx, ask.key, ask.limit, ask.cost, caller_now);
-          if (!one.ok()) return one.error();
-          out.outcomes.push_back(one.value());
-          if (!one.value().decision.allowed) {
-            out.allowed = false;
-            *refused = std::move(out);
-            return MakeError(ErrorCode::kRateLimited, "refused by a layer");
+  limits_->Add(PendingLimits{std::move(asks), caller_now, std::move(done)});
+}
+
+void Engine::DecideLimitBatchAsync(std::vector<PendingLimits> batch,
+                                   std::function<void()> finished) {
+  auto waiting = std::make_shared<std::vector<PendingLimits>>(std::move(batch));
+  WriteAsync<std::vector<LimitsOutcome>>(
+      [waiting](Tx& tx) -> Result<std::vector<LimitsOutcome>> {
+        std::vector<LimitRequest> requests;
+        requests.reserve(waiting->size());
+        for (const PendingLimits& p : *waiting) requests.push_back({&p.asks, p.now});
+        return DecideLimitBatch(tx, requests);
+      },
+      [waiting, finished = std::move(finished)](Result<std::vector<LimitsOutcome>> r) {
+        finished();
+        for (size_t i = 0; i < waiting->size(); ++i) {
+          if (r.ok()) {
+            (*waiting)[i].done(std::move(r.value()[i]));
+          } else {
+            (*waiting)[i].done(r.error());
           }
         }
-        return out;
       },
-      [refused, done = std::move(done)](Result<LimitsOutcome> r) {
-        if (!r.ok() && r.error().code == ErrorCode::kRateLimited && *refused) {
-          return done(std::move(**refused));
-        }
-        done(std::move(r));
-      },
-      Driver::Sync::kCommitted);
+      Driver::Sync::kVolatile);
 }
 
 void Engine::ReleaseLimitsAsync(std::vector<LimitAsk> asks, Micros caller_now, Done<Ok> done) {
   WriteAsync<Ok>(
       [asks = std::move(asks), caller_now](Tx& tx) -> Result<Ok> {
-        for (const LimitAsk& ask : asks) ReleaseLimit(tx, ask, caller_now);
+        ReleaseLimits(tx, asks, caller_now);
         return Ok{};
       },
-      std::move(done), Driver::Sync::kCommitted);
+      std::move(done), Driver::Sync::kVolatile);
 }
 
 Result<LimitStats> Engine::GetLimitStats(Micros caller_now) {
@@ -719,11 +675,11 @@ Result<int64_t> Engine::PutLimitLayers(const std::string& body, Micros caller_no
 
 void Engine::DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros caller_now,
                               Done<LimitOutcome> done) {
-  WriteAsync<LimitOutcome>(
-      [key = std::move(key), limit, cost, caller_now](Tx& tx) -> Result<LimitOutcome> {
-        return DecideLimit(tx, key, limit, cost, caller_now);
-      },
-      std::move(done), Driver::Sync::kCommitted);
+  DecideLimitsAsync({LimitAsk{std::move(key), limit, cost}}, caller_now,
+                    [done = std::move(done)](Result<LimitsOutcome> r) {
+                      if (!r.ok()) return done(r.error());
+                      done(std::move(r.value().outcomes.front()));
+                    });
 }
 
 Status Engine::Probe(Micros caller_now) {

@@ -113,6 +113,16 @@ class Engine : public Store {
     Done<SubmitOutcome> done;
   };
   void SubmitBatch(std::vector<PendingSubmit> batch, std::function<void()> finished);
+  // Intake-limiter decisions that arrive while a batch runs go together into the next
+  // (store/engine/limits.h): one lock and one write per distinct key per batch.
+  struct PendingLimits {
+    std::vector<LimitAsk> asks;
+    Micros now;
+    Done<LimitsOutcome> done;
+  };
+  static constexpr size_t kLimitBatches = 2;
+  static constexpr size_t kMaxLimitBatch = 512;
+  void DecideLimitBatchAsync(std::vector<PendingLimits> batch, std::function<void()> finished);
   void SubmitShared(std::shared_ptr<const std::vector<NewJob>> jobs, Micros now,
                     Done<std::vector<Result<SubmitOutcome>>> done);
 
@@ -139,6 +149,7 @@ class Engine : public Store {
   std::mutex listener_mu_;
   std::function<void(StoreChange)> listener_;         // guarded by listener_mu_
   std::unique_ptr<Coalescer<PendingSubmit>> intake_;  // when the driver asks for batches
+  std::unique_ptr<Coalescer<PendingLimits>> limits_;
 };
 
 }  // namespace sluice

@@ -155,6 +155,10 @@ void Connection::Defer(const char* name, Params params) {
   queued_.push_back(Queued{"", name, std::move(params)});
 }
 
+void Connection::DeferSql(std::string sql) {
+  queued_.push_back(Queued{std::move(sql), nullptr, {}});
+}
+
 Rows Connection::RunQueued() {
   std::vector<Rows> all = RunQueuedAll();
   return std::move(all.back());

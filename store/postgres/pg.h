@@ -118,6 +118,8 @@ class Connection {
   // sent in one pipeline with the next statement that is run (or with COMMIT, or before
   // any other statement): a failure is thrown there. ROLLBACK drops what is queued.
   void Defer(const char* name, Params params);
+  // A statement without parameters, queued the same way (e.g. a SET LOCAL after BEGIN).
+  void DeferSql(std::string sql);
 
   // Runs a prepared statement (after whatever is queued); throws PgError unless it
   // succeeded.

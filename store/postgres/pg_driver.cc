@@ -120,14 +120,17 @@ void PgDriver::Subscribe(std::function<void(StoreChange)> listener) {
 
 bool PgDriver::MaintenanceLeader() { return channel_ && channel_->leader(); }
 
-void PgDriver::Write(Op op, Done done, Sync /*sync*/) {
+void PgDriver::Write(Op op, Done done, Sync sync) {
   // kCommitted is answered as kDurable here. On SQLite a commit that is not flushed
   // yet survives a crash of any process (only a power loss forgets it); on PostgreSQL,
   // synchronous_commit off is lost to a crash of the server itself, which would hand a
   // leased job out again while its first worker still runs it (two live leases: over
   // the concurrency caps). The flush is group-committed and leases are committed
-  // ahead of their release time (the lookahead), so it costs little.
-  Enqueue(Task{std::move(op), std::move(done), Kind::kDurable});
+  // ahead of their release time (the lookahead), so it costs little. kVolatile commits
+  // with synchronous_commit off: the row locks it took are let go without waiting for
+  // the flush.
+  Enqueue(Task{std::move(op), std::move(done),
+               sync == Sync::kVolatile ? Kind::kVolatile : Kind::kDurable});
 }
 
 std::optional<Error> PgDriver::Read(const Op& op) {
@@ -216,6 +219,7 @@ std::optional<Error> PgDriver::Run(std::unique_ptr<pg::Connection>& conn, const 
     bool committing = false;
     try {
       conn->BeginLazily(begin);
+      if (task.kind == Kind::kVolatile) conn->DeferSql("SET LOCAL synchronous_commit = off");
       PgTx tx(*conn, clock_);
       if (std::optional<Error> e = task.op(tx)) {
         if (!Rollback(*conn)) conn.reset();

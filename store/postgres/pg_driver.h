@@ -76,7 +76,7 @@ class PgDriver final : public Driver {
   size_t IntakeBatches() const override { return intake_batches_; }
 
  private:
-  enum class Kind { kDurable, kRead };
+  enum class Kind { kDurable, kVolatile, kRead };
   struct Task {
     Op op;
     Done done;

@@ -105,8 +105,7 @@ LimitsOutcome DecideAll(Store& store, std::vector<LimitAsk> asks, Micros now) {
 void ReleaseAll(Store& store, std::vector<LimitAsk> asks, Micros now) {
   std::promise<Result<Ok>> p;
   auto f = p.get_future();
-  store.ReleaseLimitsAsync(std::move(asks), now,
-                           [&p](Result<Ok> r) { p.set_value(std::move(r)); });
+  store.ReleaseLimitsAsync(std::move(asks), now, [&p](Result<Ok> r) { p.set_value(std::move(r)); });
   REQUIRE(f.get().ok());
 }
 
@@ -130,6 +129,31 @@ TEST_CASE("limits: several layers decide all or nothing", "[store][limits]") {
   const LimitsOutcome wide_only = DecideAll(f.store(), {wide}, f.now());
   REQUIRE(wide_only.allowed);
   CHECK(wide_only.outcomes[0].decision.remaining == 7);  // 2 admitted before, then this one
+}
+
+TEST_CASE("limits: requests decided together keep all or nothing per request", "[store][limits]") {
+  StoreFixture f;
+  const Limit wide{Algorithm::kFixedWindow, 1000, 3600 * kSecond, 1};
+  const Limit narrow{Algorithm::kFixedWindow, 1, 3600 * kSecond, 1};
+  constexpr int kRequests = 200;
+  std::vector<std::promise<Result<LimitsOutcome>>> answers(kRequests);
+  for (int i = 0; i < kRequests; ++i) {  // all in flight at once: batched by the store
+    f.store().DecideLimitsAsync(
+        {LimitAsk{"rl:v1:wide:t", wide, 1},
+         LimitAsk{"rl:v1:narrow:n" + std::to_string(i % 100), narrow, 1}},
+        f.now(), [&answers, i](Result<LimitsOutcome> r) { answers[i].set_value(std::move(r)); });
+  }
+  int admitted = 0;
+  for (auto& a : answers) {
+    Result<LimitsOutcome> r = a.get_future().get();
+    REQUIRE(r.ok());
+    if (r.value().allowed) ++admitted;
+  }
+  CHECK(admitted == 100);  // one per narrow key
+  // The wide layer spent exactly what was admitted: refused requests spent nothing.
+  const LimitsOutcome after = DecideAll(f.store(), {LimitAsk{"rl:v1:wide:t", wide, 1}}, f.now());
+  REQUIRE(after.allowed);
+  CHECK(after.outcomes[0].decision.remaining == 1000 - 100 - 1);
 }
 
 TEST_CASE("limits: a concurrency slot is held until released, and a dead holder's lapses",
