@@ -39,27 +39,51 @@ class ApiError extends Error {
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
 
-// Calls the API with the admin token; throws ApiError with the problem's detail.
+// Calls the API with the admin token; throws ApiError with the problem's detail. A 429
+// rate_limited (an intake layer: docs/api.md) is tried again a few times, no earlier
+// than its Retry-After, with jittered backoff; a longer wait is reported instead.
 async function api(method, path) {
-  let res;
-  try {
-    res = await fetch(path, {
-      method,
-      cache: 'no-store',
-      headers: { 'Authorization': 'Bearer ' + token(), 'Accept': 'application/json' },
-    });
-  } catch (e) {
-    throw new ApiError(0, 'unreachable', 'Cannot reach the sluice server (' + e.message + ').');
-  }
-  const text = await res.text();
-  let body = null;
-  try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
-  if (!res.ok) {
+  for (let attempt = 0; ; attempt++) {
+    let res;
+    try {
+      res = await fetch(path, {
+        method,
+        cache: 'no-store',
+        headers: { 'Authorization': 'Bearer ' + token(), 'Accept': 'application/json' },
+      });
+    } catch (e) {
+      throw new ApiError(0, 'unreachable', 'Cannot reach the sluice server (' + e.message + ').');
+    }
+    const text = await res.text();
+    let body = null;
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+    if (res.ok) return body;
+    const retryAfter = Number(res.headers.get('Retry-After')) || 0;
+    if (res.status === 429 && body && body.error === 'rate_limited' && attempt < 3 &&
+        retryAfter <= 10) {
+      const wait = retryAfter * 1000 + Math.random() * Math.min(2000, 200 * 2 ** attempt);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      continue;
+    }
     const detail = (body && (body.detail || body.title)) ||
         `${method} ${path} answered ${res.status}`;
     throw new ApiError(res.status, (body && body.error) || `http_${res.status}`, detail);
   }
-  return body;
+}
+
+// fn over items, at most `limit` at a time, results in order: listings are expensive
+// reads, of which the server serves a few at once per token (the default layer).
+async function mapLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  async function lane() {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
 }
 
 const enc = encodeURIComponent;
@@ -202,10 +226,10 @@ async function poll(generation) {
     if (!document.hidden) {
       const startedAt = performance.now();
       const overview = await api('GET', '/v1/admin/queues');
-      const tenants = await Promise.all(overview.queues.map(
+      const tenants = await mapLimited(overview.queues, 2,
           (q) => api('GET', `/v1/admin/queues/${enc(q.name)}/tenants`)
                      .then((r) => r.tenants)
-                     .catch((e) => { if (e.status === 404) return []; throw e; })));
+                     .catch((e) => { if (e.status === 404) return []; throw e; }));
       const failed = await api('GET', `/v1/jobs?state=failed&limit=${FAILED_LIMIT}`);
       if (generation !== state.generation) return;
       const now = Date.now();

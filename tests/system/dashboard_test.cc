@@ -77,6 +77,12 @@ TEST_CASE("dashboard: sign in, both tenants' depth, pause stops dispatch (headle
   // A queue whose jobs fail at the first error, for the failed-jobs list.
   REQUIRE(admin("PUT", "/v1/admin/queues/fragile", {{"rate", 100}, {"max_attempts", 1}}).status ==
           200);
+  // More queues than the expensive reads one token may run at once (the default layer,
+  // 4): the page must not ask for every queue's tenants at the same moment.
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(admin("PUT", "/v1/admin/queues/more-" + std::to_string(i), {{"rate", 1}}).status ==
+            200);
+  }
   std::string acme =
       admin("POST", "/v1/admin/tokens", {{"scopes", {"submit"}}, {"tenant", "acme"}}).body["token"];
   std::string globex =
