@@ -111,6 +111,10 @@ struct Endpoint {
 };
 
 std::vector<Endpoint> JsonEndpoints() {
+  // A valid intake layer, its closing brace left off for members to be added.
+  const std::string layer =
+      "{\"name\":\"a\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_s\":60,"
+      "\"key\":[\"ip\"]";
   const std::string lease = "\"lease_id\":\"" + kWrongLease + "\"";
   return {
       {"submit", "POST", "/v1/queues/q/jobs", "SUBMIT", "\"payload\":1", "\"cost\":1,\"cost\":1",
@@ -137,6 +141,9 @@ std::vector<Endpoint> JsonEndpoints() {
       {"simulate", "POST", "/v1/admin/queues/q:simulate", "ADMIN", "\"rate\":5",
        "\"rate\":5,\"rate\":5", "\"rate\":5,\"tenants\":{\"acme\":{\"rate\":1,\"rate\":2}}",
        "\"rate\":5,\"tenants\":%", "\"rate\":5,\"tenants\":{\"\xFF\":{\"rate\":1}}"},
+      {"limits PUT", "PUT", "/v1/admin/limits", "ADMIN", "\"layers\":[" + layer + "}]",
+       "\"layers\":[],\"layers\":[]", "\"layers\":[" + layer + ",\"name\":\"b\"}]", "\"layers\":%",
+       "\"layers\":[" + layer + ",\"cost\":{\"\xFF\":1}}]"},
   };
 }
 
@@ -217,6 +224,18 @@ std::vector<Case> JsonCases() {
   out.push_back(Req("json/policy PUT: burst -1", "PUT", "/v1/admin/queues/scratch", "ADMIN",
                     "{\"rate\":5,\"burst\":-1}")
                     .Bad());
+
+  // Intake layers: numbers that do not fit, and a cost the layer cannot ever admit.
+  const std::string limits_head =
+      "{\"layers\":[{\"name\":\"a\",\"algorithm\":\"fixed_window\",\"key\":[\"ip\"],";
+  for (const char* members :
+       {"\"limit\":1e400,\"window_s\":60", "\"limit\":18446744073709551615,\"window_s\":60",
+        "\"limit\":5,\"window_s\":1e400", "\"limit\":5,\"window_s\":-1",
+        "\"limit\":5,\"window_s\":60,\"cost\":{\"read\":6}"}) {
+    out.push_back(Req(std::string("json/limits PUT: ") + members, "PUT", "/v1/admin/limits",
+                      "ADMIN", limits_head + members + "}]}")
+                      .Bad());
+  }
 
   // A policy PUT with read-only fields (pause/resume have their own routes).
   for (const char* field : {"\"name\":\"scratch\"", "\"version\":1", "\"paused\":false",
