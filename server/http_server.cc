@@ -217,11 +217,18 @@ class Session : public std::enable_shared_from_this<Session> {
     req_ = HttpRequest{};
     Status read = ReadRequest(msg, req_);
     BeginRequest();
-    // Nothing thrown on the I/O thread may escape into io_context::run() (it would end
-    // the process): anything before the hand-off to a handler is answered 500 here.
-    try {
+    Routing([&] {
       if (!read.ok()) return Write(ErrorResponse(read.error()));
       Route();
+    });
+  }
+
+  // Nothing thrown on the I/O thread may escape into io_context::run() (it would end
+  // the process): anything before the hand-off to a handler is answered 500 here.
+  template <typename F>
+  void Routing(F&& step) {
+    try {
+      step();
     } catch (...) {
       LogCaughtException(req_.request_id, "routing");
       if (in_request_ && !handed_off_) {
@@ -264,18 +271,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_.options_.gate) {
       std::optional<GateResult> now = server_.options_.gate(
           req_, route->group, [self = shared_from_this(), route](GateResult r) {
-            boost::asio::post(
-                self->stream_.get_executor(), [self, route, r = std::move(r)]() mutable {
-                  try {
-                    self->Pass(route, std::move(r));
-                  } catch (...) {
-                    LogCaughtException(self->req_.request_id, "routing");
-                    if (self->in_request_ && !self->handed_off_) {
-                      self->Write(
-                          self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error")));
-                    }
-                  }
-                });
+            boost::asio::post(self->stream_.get_executor(),
+                              [self, route, r = std::move(r)]() mutable {
+                                self->Routing([&] { self->Pass(route, std::move(r)); });
+                              });
           });
       if (!now) return;  // Pass runs when the gate has decided
       return Pass(route, std::move(*now));

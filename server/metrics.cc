@@ -133,11 +133,6 @@ void Metrics::ObserveLayerDecision(double seconds) {
   layer_seconds_.Observe(seconds);
 }
 
-void Metrics::SetLimitStats(const LimitStats& stats) {
-  std::lock_guard lock(mu_);
-  limit_stats_ = stats;
-}
-
 void Metrics::ObserveRequest(std::string_view method, std::string_view route, int status,
                              double seconds) {
   std::lock_guard lock(mu_);
@@ -168,7 +163,8 @@ void Metrics::ObserveCommit(double seconds, size_t batch, bool flushed) {
 }
 
 std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waiting_leases,
-                            bool maintenance_leader) const {
+                            bool maintenance_leader,
+                            const std::optional<LimitStats>& limits) const {
   std::string out;
   out.reserve(16 << 10);
 
@@ -289,14 +285,13 @@ std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waitin
   Header(out, "sluice_limiter_decision_seconds", "histogram",
          "Time to decide one request's intake layers (one store transaction for all).");
   layer_seconds_.Render(out, "sluice_limiter_decision_seconds", "");
-  if (limit_stats_) {
+  if (limits) {
     Header(out, "sluice_limiter_active_keys", "gauge",
            "Intake limiter keys whose state is still in use (every instance's).");
-    Sample(out, "sluice_limiter_active_keys", "", static_cast<double>(limit_stats_->keys));
+    Sample(out, "sluice_limiter_active_keys", "", static_cast<double>(limits->keys));
     Header(out, "sluice_limiter_sliding_log_bytes", "gauge",
            "Bytes of state the sliding-log layers' keys hold in the store.");
-    Sample(out, "sluice_limiter_sliding_log_bytes", "",
-           static_cast<double>(limit_stats_->log_bytes));
+    Sample(out, "sluice_limiter_sliding_log_bytes", "", static_cast<double>(limits->log_bytes));
   }
   Header(out, "sluice_http_request_duration_seconds", "histogram",
          "HTTP requests by route and status, from request read to response written.");

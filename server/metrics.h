@@ -59,16 +59,17 @@ class Metrics {
                           std::string_view outcome);
   // One request's layer decisions, from asking to the answer (a store round trip).
   void ObserveLayerDecision(double seconds);
-  // Read from the store at scrape time (all instances' keys on PostgreSQL).
-  void SetLimitStats(const LimitStats& stats);
 
   struct QueueState {
     QueueInfo queue;
     std::vector<BucketInfo> buckets;
   };
-  // `maintenance_leader`: whether this instance runs the maintenance passes now.
+  // `maintenance_leader`: whether this instance runs the maintenance passes now;
+  // `limits`: the intake limiters' keys, read from the store at scrape time (every
+  // instance's on PostgreSQL), if it could be read.
   std::string Render(const std::vector<QueueState>& queues, size_t waiting_leases,
-                     bool maintenance_leader = true) const;
+                     bool maintenance_leader = true,
+                     const std::optional<LimitStats>& limits = std::nullopt) const;
 
  private:
   std::string TenantLabel(const std::string& tenant);  // mu_ held
@@ -89,7 +90,6 @@ class Metrics {
   uint64_t commits_flushed_ = 0;                                       // (mu_)
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> layer_decisions_;  // (mu_)
   Histogram layer_seconds_;                                                               // (mu_)
-  std::optional<LimitStats> limit_stats_;                                                 // (mu_)
 };
 
 // Escapes a Prometheus label value (backslash, double quote, newline).

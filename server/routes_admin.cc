@@ -238,12 +238,11 @@ void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
     if (!buckets.ok()) return RenderError(res, buckets.error());
     states.push_back({q, std::move(buckets.value())});
   }
-  if (auto stats = app.store.GetLimitStats(app.clock.Now()); stats.ok()) {
-    app.metrics.SetLimitStats(stats.value());
-  }
+  std::optional<LimitStats> limits;
+  if (auto stats = app.store.GetLimitStats(app.clock.Now()); stats.ok()) limits = stats.value();
   res.status = 200;
   res.set_content(
-      app.metrics.Render(states, app.dispatcher.waiting(), app.store.MaintenanceLeader()),
+      app.metrics.Render(states, app.dispatcher.waiting(), app.store.MaintenanceLeader(), limits),
       "text/plain; version=0.0.4; charset=utf-8");
 }
 

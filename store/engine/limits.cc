@@ -13,6 +13,7 @@ namespace {
 constexpr Micros kConcurrencyHold = 5 * 60 * kMicrosPerSecond;
 
 struct KeyState {
+  const Limit* limit = nullptr;  // the first ask's: the one its stored state is read with
   LimiterState state;
   bool changed = false;
   Micros expires_at = 0;  // of the last admitted decision
@@ -25,24 +26,21 @@ std::vector<LimitsOutcome> DecideLimitBatch(Tx& tx, const std::vector<LimitReque
   // gets one first (nothing spent, already expired), so that it can be locked: another
   // process may be making it at the same moment.
   std::map<std::string, KeyState> keys;
-  Micros clock = kMinTime;
   for (const LimitRequest& r : requests) {
-    for (const LimitAsk& ask : *r.asks) keys.try_emplace(ask.key);
-  }
-  std::map<std::string, const Limit*> first_limit;
-  for (const LimitRequest& r : requests) {
-    for (const LimitAsk& ask : *r.asks) first_limit.try_emplace(ask.key, &ask.limit);
+    for (const LimitAsk& ask : *r.asks) {
+      auto [it, made] = keys.try_emplace(ask.key);
+      if (made) it->second.limit = &ask.limit;
+    }
   }
   for (auto& [key, ks] : keys) {
-    const Limit& limit = *first_limit.at(key);
     std::optional<StoredLimit> stored = tx.LockLimit(key);
-    clock = tx.Now(requests.front().now);
+    const Micros now = tx.Now(requests.front().now);
     if (!stored) {
-      tx.InsertLimit(key, EncodeState(InitialState(limit)), clock);
+      tx.InsertLimit(key, EncodeState(InitialState(*ks.limit)), now);
       stored = tx.LockLimit(key);
     }
-    ks.state = stored && stored->expires_at > clock ? DecodeState(limit, stored->state)
-                                                    : InitialState(limit);
+    ks.state = stored && stored->expires_at > now ? DecodeState(*ks.limit, stored->state)
+                                                  : InitialState(*ks.limit);
   }
 
   std::vector<LimitsOutcome> out(requests.size());
