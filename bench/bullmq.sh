@@ -45,12 +45,7 @@ build_targets scripts/setup.sh "$BUILD_DIR" sluiced sluice-bench-e2e
 E2E="$ROOT/$BUILD_DIR/bench/sluice-bench-e2e"
 BULLMQ_JS="$ROOT/bench/peers/bullmq-throughput.js"
 BULLMQ_DIR="$ROOT/var/peers/bullmq"
-if [ "$(cd "$BULLMQ_DIR" 2>/dev/null && node -p "require('bullmq/package.json').version" 2>/dev/null)" != "$BULLMQ_VERSION" ]; then
-  echo "==> installing bullmq $BULLMQ_VERSION into ${BULLMQ_DIR#"$ROOT/"} (npm)"
-  mkdir -p "$BULLMQ_DIR"
-  (cd "$BULLMQ_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund "bullmq@$BULLMQ_VERSION" "ioredis@$IOREDIS_VERSION" >/dev/null)
-fi
+npm_peer "$BULLMQ_DIR" bullmq "$BULLMQ_VERSION" "ioredis@$IOREDIS_VERSION"
 
 PIDS=()
 DATA_DIRS=()

@@ -51,7 +51,7 @@ ROOT="$(pwd)"
 # install_missing, bench_outputs, tree_rev, build_targets, kill_pids, remove_data_dirs;
 # stop_pid, forget_pid, cpu_ticks, ticks_us_per_job; the private PostgreSQL cluster:
 # require_pg_tools, start_postgres, stop_postgres, new_database, psql_do, pg_ticks,
-# wal_syncs, xacts
+# wal_syncs, xacts; start_sluiced, npm_peer
 source "$ROOT/bench/lib.sh"
 ROUNDS="${1:-${ROUNDS:-3}}"
 BUILD_DIR="${BUILD_DIR:-build}"
@@ -89,12 +89,7 @@ E2E="$ROOT/$BUILD_DIR/bench/sluice-bench-e2e"
 PGBOSS_JS="$ROOT/bench/peers/pgboss-throughput.js"
 PGBOSS_DIR="$ROOT/var/peers/pgboss"
 require_pg_tools
-if [ "$(cd "$PGBOSS_DIR" 2>/dev/null && node -p "require('pg-boss/package.json').version" 2>/dev/null)" != "$PGBOSS_VERSION" ]; then
-  echo "==> installing pg-boss $PGBOSS_VERSION into ${PGBOSS_DIR#"$ROOT/"} (npm)"
-  mkdir -p "$PGBOSS_DIR"
-  (cd "$PGBOSS_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund "pg-boss@$PGBOSS_VERSION" >/dev/null)
-fi
+npm_peer "$PGBOSS_DIR" pg-boss "$PGBOSS_VERSION"
 
 # ---- process handling ------------------------------------------------------------------
 PIDS=()
@@ -124,29 +119,6 @@ busy_ticks() {  # busy clock ticks of the whole machine (all CPUs) so far
   awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat
 }
 now_s() { date +%s.%N; }
-
-# start_sluiced <db> <file prefix> [flag ...]: one sluiced on a free port; sets S_PID, S_URL
-start_sluiced() {
-  local db="$1" pre="$2" port=""
-  shift 2
-  SLUICE_ADMIN_TOKEN="$ADMIN" "$SLUICED" --listen 127.0.0.1:0 --db "$db" --port-file "$pre.port" \
-    "$@" >"$pre.log" 2>&1 &
-  S_PID=$!
-  PIDS+=("$S_PID")
-  for _ in $(seq 300); do
-    [ -s "$pre.port" ] && port="$(cat "$pre.port")" && [ -n "$port" ] && break
-    kill -0 "$S_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "sluiced did not start:" >&2; tail -n 20 "$pre.log" >&2; return 1; }
-  S_URL="http://127.0.0.1:$port"
-  for _ in $(seq 200); do
-    curl -fsS --max-time 1 "$S_URL/healthz" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "sluiced on $S_URL is not healthy" >&2
-  return 1
-}
 
 handouts() {  # handouts <url>: jobs this instance handed out (its release-lag samples)
   curl -fsS --max-time 5 -H "Authorization: Bearer $ADMIN" "$1/metrics" |

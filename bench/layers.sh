@@ -53,6 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+ADMIN="bench-admin-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 
 layers_json() {  # layers_json <none|1|3>
   local token='{"name":"per_token","algorithm":"gcra","limit":100000000,"window_s":1,"burst":100000000,"key":["token"],"route_groups":["submit"]}'
@@ -67,37 +68,24 @@ layers_json() {  # layers_json <none|1|3>
 
 # Sets R_RPS, R_CPU, R_PG (µs per 202; "-" on SQLite).
 run_one() {  # run_one <sqlite|postgres> <none|1|3> <raw-output-file>
-  local driver="$1" config="$2" file="$3" dir db pid url admin token port="" t0 t1 p0=0 p1=0 rc=0
+  local driver="$1" config="$2" file="$3" dir db pid url token t0 t1 p0=0 p1=0 rc=0
   local args=()
   dir="$(mktemp -d "$ROOT/$OUT/layers-data.XXXXXX")"
   DATA_DIRS+=("$dir")
   if [ "$driver" = sqlite ]; then
-    args=(--db "$dir/sluice.db")
+    db="$dir/sluice.db"
   else
     new_database
-    args=(--db "$PG_URI" --db-pool "$DB_POOL")
+    db="$PG_URI"
+    args=(--db-pool "$DB_POOL")
   fi
-  admin="bench-admin-$RANDOM$RANDOM$RANDOM"
-  SLUICE_ADMIN_TOKEN="$admin" "$SLUICED" --listen 127.0.0.1:0 "${args[@]}" --no-access-log \
-    --port-file "$dir/port" >"$dir/sluiced.log" 2>&1 &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 200); do
-    [ -s "$dir/port" ] && port="$(cat "$dir/port")" && [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$port" ] || { echo "sluiced did not start:" >&2; cat "$dir/sluiced.log" >&2; return 1; }
-  url="http://127.0.0.1:$port"
-  for _ in $(seq 200); do
-    curl -fsS --max-time 1 "$url/healthz" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
-  curl -fsS --max-time 5 -X PUT -H "Authorization: Bearer $admin" \
+  start_sluiced "$db" "$dir/sluiced" --no-access-log "${args[@]}"
+  pid="$S_PID" url="$S_URL"
+  curl -fsS --max-time 5 -X PUT -H "Authorization: Bearer $ADMIN" \
     -d '{"rate":1000000,"capacity":100000000}' "$url/v1/admin/queues/intake" >/dev/null
-  curl -fsS --max-time 5 -X PUT -H "Authorization: Bearer $admin" \
+  curl -fsS --max-time 5 -X PUT -H "Authorization: Bearer $ADMIN" \
     -d "$(layers_json "$config")" "$url/v1/admin/limits" >/dev/null
-  token="$(curl -fsS --max-time 5 -X POST -H "Authorization: Bearer $admin" \
+  token="$(curl -fsS --max-time 5 -X POST -H "Authorization: Bearer $ADMIN" \
     -d '{"scopes":["submit"],"tenant":"bench"}' "$url/v1/admin/tokens" | jq -er .token)"
   [ "$driver" = postgres ] && p0="$(pg_ticks)"
   t0="$(cpu_ticks "$pid")"

@@ -185,3 +185,41 @@ wal_syncs() { psql_do postgres "SELECT wal_sync FROM pg_stat_wal"; }
 xacts() {  # transactions committed and rolled back in database $1 (read once its backends left)
   psql_do postgres "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$1'"
 }
+
+# start_sluiced <db> <file prefix> [flag ...]: one sluiced ($SLUICED, admin token $ADMIN) on
+# a free loopback port, its log in <prefix>.log, added to PIDS; awaits /healthz. Sets
+# S_PID and S_URL.
+start_sluiced() {
+  local db="$1" pre="$2" port=""
+  shift 2
+  SLUICE_ADMIN_TOKEN="$ADMIN" "$SLUICED" --listen 127.0.0.1:0 --db "$db" --port-file "$pre.port" \
+    "$@" >"$pre.log" 2>&1 &
+  S_PID=$!
+  PIDS+=("$S_PID")
+  for _ in $(seq 300); do
+    [ -s "$pre.port" ] && port="$(cat "$pre.port")" && [ -n "$port" ] && break
+    kill -0 "$S_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "sluiced did not start:" >&2; tail -n 20 "$pre.log" >&2; return 1; }
+  S_URL="http://127.0.0.1:$port"
+  for _ in $(seq 200); do
+    curl -fsS --max-time 1 "$S_URL/healthz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "sluiced on $S_URL is not healthy" >&2
+  return 1
+}
+
+# npm_peer <dir> <package> <version> [more package@version ...]: installs <package>@<version>
+# (and the others) into <dir> with npm, unless that version is already there.
+npm_peer() {
+  local dir="$1" pkg="$2" version="$3"
+  shift 3
+  [ "$(cd "$dir" 2>/dev/null && node -p "require('$pkg/package.json').version" 2>/dev/null)" = "$version" ] &&
+    return 0
+  echo "==> installing $pkg $version into ${dir#"$ROOT/"} (npm)"
+  mkdir -p "$dir"
+  (cd "$dir" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund "$pkg@$version" "$@" >/dev/null)
+}
