@@ -673,7 +673,7 @@ TEST_CASE("cluster: intake 429 and RateLimit fields agree whichever instance ans
 // Clock skew between instances: one runs 7 s behind the database, one 3 s behind
 // (libfaketime; see FaketimeEnv for why none runs ahead).
 // Decisions use the database's clock, so the rate still holds on the recorded release
-// times, every instance hands out its share of the jobs, and none spins (its CPU time
+// times, every instance hands out jobs, and none spins (its CPU time
 // stays small): the dispatcher turns the database's release and wake-up times into its
 // own clock's before it sets a timer.
 TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch",
@@ -739,9 +739,12 @@ TEST_CASE("cluster: skewed instance clocks change neither the rate nor dispatch"
       std::printf("%s", SlowAndWarnings(cluster[i].ReadLog(), 200).c_str());
     }
     INFO(who);
+    // Its workers get work. How much is a race, not a matter of clocks: every instance's
+    // waiters wake for the same release and the first to lock the queue takes it. With
+    // no skew at all, one instance's share ranged from 7 to 49 of these 80 jobs over
+    // five runs, so a bound on the share would test the race; a clock read wrongly shows
+    // as a late hand-out or as spinning, both checked below.
     CHECK(by_instance[i] > 0);
-    // Its workers get a fair part of the work (unskewed, each instance has 25-40%).
-    CHECK(by_instance[i] * 10 >= kPerTenant * static_cast<int>(tenants.size()));
     // A job leased is handed to its worker at once, not when the instance's own clock
     // reaches the database's leased_at.
     CHECK(max_delay_us[i] < 1000000);
@@ -856,9 +859,8 @@ TEST_CASE("cluster: a declared layer's limit holds across instances, and so does
     CHECK(r.body.value("error", "") == "storage_unavailable");
   }
   c.Query("ALTER TABLE rate_limits DROP CONSTRAINT out_of_reach");
-  CHECK(
-      Call(*c[0].Client(), "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token())).status ==
-      200);
+  CHECK(Call(*c[0].Client(), "GET", "/v1/admin/queues", nullptr, Bearer(c.admin_token())).status ==
+        200);
 }
 
 }  // namespace
