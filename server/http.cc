@@ -271,6 +271,23 @@ std::string JobJson(const JobRecord& job) {
   return out;
 }
 
+std::string BatchAdmittedJson(const JobRecord& job, bool replayed, int64_t remaining,
+                              int64_t reset_s) {
+  std::string out;
+  out.reserve(160);
+  {
+    ObjectWriter o(out);
+    AppendTime(o.Key("estimated_start"), job.estimated_start);
+    AppendString(o.Key("id"), job.id);
+    o.Key("remaining") += std::to_string(remaining);
+    if (replayed) o.Key("replayed") += "true";
+    o.Key("reset_s") += std::to_string(reset_s);
+    AppendString(o.Key("state"), JobStateName(job.state));
+    o.Key("status") += "202";
+  }
+  return out;
+}
+
 void RenderJob(HttpResponse& res, int status, const JobRecord& job) {
   res.status = status;
   res.set_content(JobJson(job), "application/json");

@@ -50,6 +50,11 @@ nlohmann::json LeasedJobToJson(const JobRecord& job);
 // stored payload to print it again) cost about a tenth of an I/O thread's time.
 std::string JobJson(const JobRecord& job);
 std::string LeasedJobJson(const JobRecord& job);
+// An admitted job as an item of a batch submit's answer, written directly (a batch
+// renders up to a thousand): {"estimated_start", "id", "remaining", "replayed"?,
+// "reset_s", "state", "status": 202}, the quota fields being the bucket's after it.
+std::string BatchAdmittedJson(const JobRecord& job, bool replayed, int64_t remaining,
+                              int64_t reset_s);
 // A response whose body is the job (JobJson).
 void RenderJob(HttpResponse& res, int status, const JobRecord& job);
 // A queue: its policy, version, paused, stats {queued, queued_cost, leased} and totals

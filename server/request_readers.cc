@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/crypto.h"
 #include "common/names.h"
 #include "common/utf8.h"
 #include "server/http.h"
@@ -321,6 +322,47 @@ Result<NewJob> ReadNewJob(const nlohmann::json& body) {
   job.max_attempts = max_attempts.value();
 
   return job;
+}
+
+Result<std::vector<NewJob>> ReadBatchJobs(const nlohmann::json& body) {
+  if (Status st = RequireObject(body); !st.ok()) return st.error();
+  if (Status st = RefuseUnknownFields(body, {"jobs"}); !st.ok()) return st.error();
+  auto items = body.find("jobs");
+  if (items == body.end() || !items->is_array() || items->empty()) {
+    return MakeError(ErrorCode::kBadRequest, "'jobs' must be a non-empty array of jobs");
+  }
+  if (items->size() > kMaxBatchJobs) {
+    return MakeError(ErrorCode::kBadRequest,
+                     "'jobs' may carry at most " + std::to_string(kMaxBatchJobs) + " jobs");
+  }
+  std::vector<NewJob> out;
+  out.reserve(items->size());
+  for (size_t i = 0; i < items->size(); ++i) {
+    const std::string where = "'jobs'[" + std::to_string(i) + "]: ";
+    const nlohmann::json& item = (*items)[i];
+    if (!item.is_object()) return MakeError(ErrorCode::kBadRequest, where + "must be an object");
+    std::optional<std::string> key;
+    auto key_it = item.find("idempotency_key");
+    if (key_it != item.end()) {
+      if (!key_it->is_string()) {
+        return MakeError(ErrorCode::kBadRequest, where + "'idempotency_key' must be a string");
+      }
+      key = key_it->get<std::string>();
+      if (Status st = CheckName(NameKind::kIdempotencyKey, *key); !st.ok()) {
+        return MakeError(st.error().code, where + st.error().detail);
+      }
+    }
+    nlohmann::json fields = item;
+    if (key) fields.erase("idempotency_key");
+    auto job = ReadNewJob(fields);
+    if (!job.ok()) return MakeError(job.error().code, where + job.error().detail);
+    if (key) {
+      job.value().idempotency_key = std::move(key);
+      job.value().body_hash = Sha256Hex(fields.dump());
+    }
+    out.push_back(std::move(job.value()));
+  }
+  return out;
 }
 
 }  // namespace sluice

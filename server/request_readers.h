@@ -34,6 +34,16 @@ inline constexpr int64_t kMaxJobMs = 365LL * 24 * 3600 * 1000;
 // job without queue, tenant, idempotency key and trace context (the route's to set).
 Result<NewJob> ReadNewJob(const nlohmann::json& body);
 
+// Most jobs one batch submit (POST /v1/queues/{queue}/jobs:batch) may carry.
+inline constexpr size_t kMaxBatchJobs = 1000;
+
+// POST /v1/queues/{queue}/jobs:batch: {"jobs": [1..kMaxBatchJobs items, each as
+// ReadNewJob reads a submit, plus "idempotency_key"?: an idempotency key]}. An item
+// with a key gets as body_hash the SHA-256 of its other fields in canonical JSON (the
+// same item sent again with the same key is a replay). An item in error refuses the
+// whole batch, naming the item. Queue, tenant and trace context are the route's to set.
+Result<std::vector<NewJob>> ReadBatchJobs(const nlohmann::json& body);
+
 // Most acknowledgements one request (POST /v1/acks, or a lease request) may carry.
 inline constexpr size_t kMaxAcks = 100;
 

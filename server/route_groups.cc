@@ -24,8 +24,9 @@ struct Entry {
 
 // Every route of the API. A route added to the router must be added here too (the
 // router refuses it otherwise), and to the table in docs/api.md.
-constexpr std::array<Entry, 30> kRoutes{{
+constexpr std::array<Entry, 31> kRoutes{{
     {"POST", "/v1/queues/{}/jobs", RouteGroup::kSubmit},
+    {"POST", "/v1/queues/{}/jobs:batch", RouteGroup::kSubmit},
     {"DELETE", "/v1/jobs/{}", RouteGroup::kSubmit},
     {"GET", "/v1/jobs/{}", RouteGroup::kRead},
     {"GET", "/v1/jobs", RouteGroup::kList},

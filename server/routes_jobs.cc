@@ -1,4 +1,5 @@
-// Intake and job reads: POST /v1/queues/{queue}/jobs, GET /v1/jobs/{id}.
+// Intake and job reads: POST /v1/queues/{queue}/jobs and jobs:batch, GET /v1/jobs/{id},
+// GET /v1/jobs, DELETE /v1/jobs/{id}.
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
@@ -25,31 +26,52 @@ void SetRateLimitHeaders(HttpResponse& res, const std::string& queue, const Buck
                                   ";t=" + std::to_string(d.reset_s));
 }
 
-// Reads a submit request of an authenticated caller into the job to admit: the
-// submit scope and a tenant, a queue name, a body, an Idempotency-Key if any.
-Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who) {
+// The submit scope and a tenant, and a well-formed queue name in the path.
+Status CheckSubmitter(const HttpRequest& req, const Principal& who) {
   if (!who.Has(Scope::kSubmit)) {
     return MakeError(ErrorCode::kForbidden, "this token lacks the 'submit' scope");
   }
   if (!who.tenant) return MakeError(ErrorCode::kForbidden, "this token is bound to no tenant");
-  if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) return st.error();
+  return CheckName(NameKind::kQueue, req.matches[1]);
+}
+
+// The route's part of a job: its queue, the caller's tenant, the request's W3C trace
+// context when well formed (ignored otherwise, as the spec says).
+void PlaceJob(const HttpRequest& req, const Principal& who, NewJob& job) {
+  job.queue = req.matches[1];
+  job.tenant = *who.tenant;
+  if (std::string tp = req.get_header_value("traceparent"); ValidTraceparent(tp)) {
+    job.traceparent = tp;
+  }
+}
+
+// Reads a submit request of an authenticated caller into the job to admit: the
+// submit scope and a tenant, a queue name, a body, an Idempotency-Key if any.
+Result<NewJob> ReadSubmit(const HttpRequest& req, const Principal& who) {
+  if (Status st = CheckSubmitter(req, who); !st.ok()) return st.error();
   auto body = ParseJsonObject(req);
   if (!body.ok()) return body.error();
   auto job = ReadNewJob(body.value());
   if (!job.ok()) return job.error();
-  job.value().queue = req.matches[1];
-  job.value().tenant = *who.tenant;
+  PlaceJob(req, who, job.value());
   if (req.has_header("Idempotency-Key")) {
     std::string key = req.get_header_value("Idempotency-Key");
     if (Status st = CheckName(NameKind::kIdempotencyKey, key); !st.ok()) return st.error();
     job.value().idempotency_key = key;
     job.value().body_hash = Sha256Hex(req.body);
   }
-  // W3C trace context: kept when well formed, ignored otherwise (as the spec says).
-  if (std::string tp = req.get_header_value("traceparent"); ValidTraceparent(tp)) {
-    job.value().traceparent = tp;
-  }
   return job;
+}
+
+// Reads a batch submit of an authenticated caller into the jobs to admit.
+Result<std::vector<NewJob>> ReadSubmitBatch(const HttpRequest& req, const Principal& who) {
+  if (Status st = CheckSubmitter(req, who); !st.ok()) return st.error();
+  auto body = ParseJsonObject(req);
+  if (!body.ok()) return body.error();
+  auto jobs = ReadBatchJobs(body.value());
+  if (!jobs.ok()) return jobs.error();
+  for (NewJob& job : jobs.value()) PlaceJob(req, who, job);
+  return jobs;
 }
 
 // Logs and counts a refused submit (DESIGN.md: one line per rejection).
@@ -74,28 +96,22 @@ void Rejected(App& app, const HttpRequest& req, const std::string& path_queue,
   LogEvent(spdlog::level::info, "rejected", fields);
 }
 
-// The answer to a submit, once the store has decided (and committed).
-void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
-                  const std::string& tenant, int64_t cost, const Result<SubmitOutcome>& out,
-                  HttpResponse& res) {
-  if (!out.ok()) return RenderError(res, out.error());
-  const SubmitOutcome& o = out.value();
-  SetRateLimitHeaders(res, queue, o.policy, o.decision);
+// What a decision that did not admit answers: the error, and the problem's extra
+// fields (a deadline_unreachable names the estimated start).
+struct Refusal {
+  Error error;
+  json extra = json::object();
+};
+
+std::optional<Refusal> RefusalOf(const std::string& queue, int64_t cost, const SubmitOutcome& o) {
   switch (o.decision.outcome) {
     case AdmissionOutcome::kAdmitted:
-      if (o.replayed) {
-        res.set_header("Idempotent-Replayed", "true");
-      } else {
-        app.dispatcher.Notify();
-      }
-      res.set_header("Location", "/v1/jobs/" + o.job->id);
-      return RenderJob(res, 202, *o.job);
+      return std::nullopt;
     case AdmissionOutcome::kQueueFull: {
       Error e = MakeError(ErrorCode::kQueueFull,
                           "the backlog of queue '" + queue + "' for this tenant is full");
       e.retry_after_s = o.decision.retry_after_s;
-      Rejected(app, req, queue, tenant, e, &o);
-      return RenderError(res, e);
+      return Refusal{e};
     }
     case AdmissionOutcome::kDeadlineUnreachable: {
       Error e = MakeError(ErrorCode::kDeadlineUnreachable,
@@ -103,37 +119,76 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
                               ", not before its deadline " + FormatRfc3339(o.decision.deadline));
       // When a job with the same relative deadline would fit (docs/shaping.md).
       e.retry_after_s = o.decision.retry_after_s;
-      Rejected(app, req, queue, tenant, e, &o);
-      RenderError(res, e);
-      json b = json::parse(res.body);
-      b["estimated_start"] = FormatRfc3339(o.decision.estimated_start);
-      res.set_content(b.dump(), "application/problem+json");
-      return;
+      return Refusal{e, {{"estimated_start", FormatRfc3339(o.decision.estimated_start)}}};
     }
-    case AdmissionOutcome::kDeadlinePassed: {
-      Error e = MakeError(ErrorCode::kDeadlineInvalid,
-                          "the job's deadline " + FormatRfc3339(o.decision.deadline) +
-                              " is not in the future: it could only expire");
-      Rejected(app, req, queue, tenant, e, &o);
-      return RenderError(res, e);
-    }
-    case AdmissionOutcome::kNotBeforeAfterDeadline: {
-      Error e = MakeError(ErrorCode::kDeadlineInvalid,
-                          "'not_before' is not before the job's deadline " +
-                              FormatRfc3339(o.decision.deadline) +
-                              " (its own, or the queue's default_deadline_ms from now): it could "
-                              "only expire");
-      Rejected(app, req, queue, tenant, e, &o);
-      return RenderError(res, e);
-    }
-    case AdmissionOutcome::kCostOverCapacity: {
-      Error e = MakeError(ErrorCode::kCostExceedsCapacity, "cost " + std::to_string(cost) +
-                                                               " exceeds the bucket capacity " +
-                                                               std::to_string(o.policy.capacity));
-      Rejected(app, req, queue, tenant, e, &o);
-      return RenderError(res, e);
-    }
+    case AdmissionOutcome::kDeadlinePassed:
+      return Refusal{MakeError(ErrorCode::kDeadlineInvalid,
+                               "the job's deadline " + FormatRfc3339(o.decision.deadline) +
+                                   " is not in the future: it could only expire")};
+    case AdmissionOutcome::kNotBeforeAfterDeadline:
+      return Refusal{MakeError(ErrorCode::kDeadlineInvalid,
+                               "'not_before' is not before the job's deadline " +
+                                   FormatRfc3339(o.decision.deadline) +
+                                   " (its own, or the queue's default_deadline_ms from now): it "
+                                   "could only expire")};
+    case AdmissionOutcome::kCostOverCapacity:
+      return Refusal{MakeError(ErrorCode::kCostExceedsCapacity,
+                               "cost " + std::to_string(cost) + " exceeds the bucket capacity " +
+                                   std::to_string(o.policy.capacity))};
   }
+  return std::nullopt;
+}
+
+// The answer to a submit, once the store has decided (and committed).
+void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
+                  const std::string& tenant, int64_t cost, const Result<SubmitOutcome>& out,
+                  HttpResponse& res) {
+  if (!out.ok()) return RenderError(res, out.error());
+  const SubmitOutcome& o = out.value();
+  SetRateLimitHeaders(res, queue, o.policy, o.decision);
+  if (auto refusal = RefusalOf(queue, cost, o)) {
+    Rejected(app, req, queue, tenant, refusal->error, &o);
+    RenderError(res, refusal->error);
+    if (!refusal->extra.empty()) {
+      json b = json::parse(res.body);
+      b.update(refusal->extra);
+      res.set_content(b.dump(), "application/problem+json");
+    }
+    return;
+  }
+  if (o.replayed) {
+    res.set_header("Idempotent-Replayed", "true");
+  } else {
+    app.dispatcher.Notify();
+  }
+  res.set_header("Location", "/v1/jobs/" + o.job->id);
+  RenderJob(res, 202, *o.job);
+}
+
+// One item of a batch's answer, as JSON text: BatchAdmittedJson, or the problem's
+// {"status", "error", "detail", "retry_after_s"?, ...} with the bucket's quota after the
+// item ("remaining", "reset_s": RateLimit's r and t) when the store decided it.
+std::string BatchItemJson(App& app, const HttpRequest& req, const std::string& queue,
+                          const std::string& tenant, int64_t cost,
+                          const Result<SubmitOutcome>& out) {
+  auto problem = [](const Error& e) {
+    json item = {
+        {"status", HttpStatusFor(e.code)}, {"error", ErrorCodeName(e.code)}, {"detail", e.detail}};
+    if (e.retry_after_s) item["retry_after_s"] = *e.retry_after_s;
+    return item;
+  };
+  if (!out.ok()) return problem(out.error()).dump(-1, ' ', false, json::error_handler_t::replace);
+  const SubmitOutcome& o = out.value();
+  auto refusal = RefusalOf(queue, cost, o);
+  if (!refusal) {
+    return BatchAdmittedJson(*o.job, o.replayed, o.decision.remaining, o.decision.reset_s);
+  }
+  Rejected(app, req, queue, tenant, refusal->error, &o);
+  json item = problem(refusal->error);
+  item.update(refusal->extra);
+  item["remaining"] = o.decision.remaining;
+  item["reset_s"] = o.decision.reset_s;
+  return item.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void Submit(App& app, const HttpRequest& req, Reply reply) {
@@ -157,6 +212,55 @@ void Submit(App& app, const HttpRequest& req, Reply reply) {
         // Where the store's commit delivers it: render on the connection's thread.
         reply.Later([&app, &req, queue, tenant, cost, out = std::move(out)](HttpResponse& res) {
           RenderSubmit(app, req, queue, tenant, cost, out, res);
+        });
+      });
+}
+
+// POST /v1/queues/{queue}/jobs:batch: every job decided in order as if submitted alone,
+// in one transaction and one commit; 200 with a result per job, in order.
+void SubmitBatch(App& app, const HttpRequest& req, Reply reply) {
+  const Micros now = app.clock.Now();
+  auto who = app.auth.Authenticate(req);
+  const std::string caller_tenant = who.ok() ? who.value().tenant.value_or("") : "";
+  auto jobs =
+      who.ok() ? ReadSubmitBatch(req, who.value()) : Result<std::vector<NewJob>>(who.error());
+  if (!jobs.ok()) {
+    Rejected(app, req, req.matches[1], caller_tenant, jobs.error(), nullptr);
+    return reply.Send(ErrorResponse(jobs.error()));
+  }
+  const std::string queue = req.matches[1];
+  std::vector<int64_t> costs;
+  costs.reserve(jobs.value().size());
+  for (const NewJob& j : jobs.value()) costs.push_back(j.cost);
+  app.store.SubmitManyAsync(
+      std::move(jobs.value()), now,
+      [&app, &req, reply, queue, tenant = caller_tenant,
+       costs = std::move(costs)](Result<std::vector<Result<SubmitOutcome>>> out) {
+        reply.Later([&app, &req, queue, tenant, costs, out = std::move(out)](HttpResponse& res) {
+          if (!out.ok()) return RenderError(res, out.error());
+          // Every job names the path's queue: an unknown one is the request's 404.
+          const Result<SubmitOutcome>& first = out.value().front();
+          if (!first.ok() && first.error().code == ErrorCode::kNotFound) {
+            return RenderError(res, first.error());
+          }
+          std::string body = "{\"results\":[";
+          body.reserve(160 * out.value().size());
+          bool admitted = false;
+          const SubmitOutcome* last = nullptr;
+          for (size_t i = 0; i < out.value().size(); ++i) {
+            const Result<SubmitOutcome>& o = out.value()[i];
+            if (i > 0) body += ',';
+            body += BatchItemJson(app, req, queue, tenant, costs[i], o);
+            if (!o.ok()) continue;
+            last = &o.value();
+            admitted = admitted || (o.value().job && !o.value().replayed &&
+                                    o.value().decision.outcome == AdmissionOutcome::kAdmitted);
+          }
+          if (last) SetRateLimitHeaders(res, queue, last->policy, last->decision);
+          if (admitted) app.dispatcher.Notify();
+          body += "]}";
+          res.status = 200;
+          res.set_content(std::move(body), "application/json");
         });
       });
 }
@@ -288,6 +392,8 @@ void ListJobs(App& app, const HttpRequest& req, HttpResponse& res) {
 void RegisterJobRoutes(Router& router, App& app) {
   router.AddAsync("POST", "/v1/queues/{}/jobs",
                   [&app](const HttpRequest& req, Reply reply) { Submit(app, req, reply); });
+  router.AddAsync("POST", "/v1/queues/{}/jobs:batch",
+                  [&app](const HttpRequest& req, Reply reply) { SubmitBatch(app, req, reply); });
   router.Add("GET", "/v1/jobs/{}",
              [&app](const HttpRequest& req, HttpResponse& res) { GetJob(app, req, res); });
   router.Add("DELETE", "/v1/jobs/{}",

@@ -1,9 +1,8 @@
 // Fuzzes the JSON body readers of the endpoints (server/request_readers.h): the input
 // is a request body, read as ParseJsonObject reads it, then given to every reader (a
-// submit, lease, heartbeat, complete, fail, batch of acks, token creation, policy), and the
-// input's text is
-// checked as a job id and a token id in a path. Properties: no crash, exception or
-// sanitizer report; a refusal is a 400 (a path id: 404; a submit's deadline that can
+// submit, batch submit, lease, heartbeat, complete, fail, batch of acks, token creation, policy),
+// and the input's text is checked as a job id and a token id in a path. Properties: no crash,
+// exception or sanitizer report; a refusal is a 400 (a path id: 404; a submit's deadline that can
 // never be met: deadline_invalid) with a valid UTF-8 detail;
 // what a reader accepts keeps its documented bounds and name grammars; an accepted
 // policy reads back from its own JSON form.
@@ -32,15 +31,17 @@ bool Refused(const Result<T>& r, ErrorCode code = ErrorCode::kBadRequest) {
   return true;
 }
 
-void CheckSubmit(const nlohmann::json& body) {
-  auto r = ReadNewJob(body);
-  if (!r.ok()) {
-    FUZZ_CHECK(r.error().code == ErrorCode::kBadRequest ||
-               r.error().code == ErrorCode::kDeadlineInvalid);
-    FUZZ_CHECK(IsValidUtf8(r.error().detail));
-    return;
-  }
-  const NewJob& j = r.value();
+// A submit's refusal: 400, or deadline_invalid for a deadline that can never be met.
+template <typename T>
+bool SubmitRefused(const Result<T>& r) {
+  if (r.ok()) return false;
+  FUZZ_CHECK(r.error().code == ErrorCode::kBadRequest ||
+             r.error().code == ErrorCode::kDeadlineInvalid);
+  FUZZ_CHECK(IsValidUtf8(r.error().detail));
+  return true;
+}
+
+void CheckJob(const NewJob& j) {
   FUZZ_CHECK(ParseStrictJson(j.payload).ok());
   FUZZ_CHECK(j.cost >= 1 && j.cost <= 1'000'000'000);
   if (j.lease_ms) FUZZ_CHECK(*j.lease_ms >= 100 && *j.lease_ms <= kMaxJobMs);
@@ -51,6 +52,30 @@ void CheckSubmit(const nlohmann::json& body) {
     if (!t) continue;
     auto back = ParseRfc3339(FormatRfc3339(*t));
     FUZZ_CHECK(back && *back - *t < kMicrosPerMilli && *t - *back < kMicrosPerMilli);
+  }
+}
+
+void CheckSubmit(const nlohmann::json& body) {
+  auto r = ReadNewJob(body);
+  if (SubmitRefused(r)) return;
+  FUZZ_CHECK(!r.value().idempotency_key && r.value().body_hash.empty());
+  CheckJob(r.value());
+}
+
+// What a batch accepts: 1..kMaxBatchJobs jobs, each as a submit, a key only with the
+// hash of its item.
+void CheckSubmitBatch(const nlohmann::json& body) {
+  auto r = ReadBatchJobs(body);
+  if (SubmitRefused(r)) return;
+  FUZZ_CHECK(!r.value().empty() && r.value().size() <= kMaxBatchJobs);
+  for (const NewJob& j : r.value()) {
+    CheckJob(j);
+    if (j.idempotency_key) {
+      FUZZ_CHECK(IsValidName(NameKind::kIdempotencyKey, *j.idempotency_key));
+      FUZZ_CHECK(j.body_hash.size() == 64);
+    } else {
+      FUZZ_CHECK(j.body_hash.empty());
+    }
   }
 }
 
@@ -154,6 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto body = ParseStrictJson(text);
   if (!body.ok() || !body.value().is_object()) return 0;
   CheckSubmit(body.value());
+  CheckSubmitBatch(body.value());
   CheckLease(body.value());
   CheckAcks(body.value());
   CheckBatchAcks(body.value());

@@ -43,6 +43,7 @@ TEST_CASE("every registered route is in the group its cost calls for", "[route_g
   // What each kind of route must be, whatever its URL says.
   const std::map<std::pair<std::string, std::string>, RouteGroup> expected = {
       {{"POST", "/v1/queues/{}/jobs"}, RouteGroup::kSubmit},
+      {{"POST", "/v1/queues/{}/jobs:batch"}, RouteGroup::kSubmit},
       {{"DELETE", "/v1/jobs/{}"}, RouteGroup::kSubmit},
       {{"POST", "/v1/leases"}, RouteGroup::kLease},
       {{"POST", "/v1/acks"}, RouteGroup::kAck},

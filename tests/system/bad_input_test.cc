@@ -119,6 +119,9 @@ std::vector<Endpoint> JsonEndpoints() {
   return {
       {"submit", "POST", "/v1/queues/q/jobs", "SUBMIT", "\"payload\":1", "\"cost\":1,\"cost\":1",
        "\"payload\":{\"a\":1,\"a\":2}", "\"payload\":%", "\"payload\":\"\xFF\""},
+      {"batch submit", "POST", "/v1/queues/q/jobs:batch", "SUBMIT", "\"jobs\":[{\"payload\":1}]",
+       "\"jobs\":[{\"payload\":1}],\"jobs\":[]", "\"jobs\":[{\"payload\":1,\"payload\":2}]",
+       "\"jobs\":[{\"payload\":%}]", "\"jobs\":[{\"idempotency_key\":\"k\xFF\"}]"},
       {"lease", "POST", "/v1/leases", "WORK", "\"queues\":[\"qb\"],\"wait_ms\":0",
        "\"queues\":[\"qb\"],\"wait_ms\":0,\"wait_ms\":0", "",
        "\"queues\":[\"qb\"],\"wait_ms\":0,\"worker_id\":%",
