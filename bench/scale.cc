@@ -1,0 +1,333 @@
+// Cost against backlog (issue 18): a real sluiced (SQLite, --synchronous FULL) with a
+// small backlog and with a large one, the same calls measured on each:
+//   lease      one POST /v1/leases {max_jobs 1, wait_ms 0} at a time, --samples times
+//              (each leased job completed on its own request between samples):
+//              latency p50/p99;
+//   drain      --workers threads lease (max_jobs 8, acks riding on the next lease) as
+//              fast as they can until the backlog is empty or --drain-s seconds passed,
+//              while one submitter posts single jobs at --submit-rate per second:
+//              jobs/s drained, sluiced's CPU µs per job drained, and the submits'
+//              latency p50/p99 (intake beside release selection);
+//   memory     sluiced's VmRSS once filled, and VmHWM at the end;
+//   restart    SIGTERM, then a new sluiced on the same file: seconds from spawn to the
+//              first lease that returns a job.
+// Backlogs: small = --small-jobs over --small-tenants buckets (1k over 1k), large =
+// --jobs over --tenants (1M over 10k), filled through jobs:batch, one batch per tenant
+// (a token each). The queue's rate is far above what the machine can do, so what is
+// measured is the cost of choosing and recording releases. Prints a table and, last, one
+// JSON object.
+//
+// Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
+//          [--small-tenants 1000] [--samples 300] [--workers 8] [--drain-s 10]
+//          [--submit-rate 200]
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/testutil/server_process.h"
+#include "tests/testutil/temp_dir.h"
+
+using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+using sluice::testing::Bearer;
+using sluice::testing::Call;
+using sluice::testing::ServerOptions;
+using sluice::testing::ServerProcess;
+
+namespace {
+
+double Seconds(SteadyClock::time_point since) {
+  return std::chrono::duration<double>(SteadyClock::now() - since).count();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t at = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[at];
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; rest >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);
+    if (i == 15) break;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A field of /proc/<pid>/status in MiB (VmRSS, VmHWM).
+double StatusMiB(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + ":", 0) == 0) return std::stod(line.substr(name.size() + 1)) / 1024.0;
+  }
+  return 0;
+}
+
+struct Options {
+  int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
+  int samples = 300, workers = 8, submit_rate = 200;
+  double drain_s = 10;
+};
+
+struct Figures {
+  int jobs = 0, tenants = 0;
+  double fill_s = 0, rss_mib = 0, hwm_mib = 0;
+  double lease_p50_ms = 0, lease_p99_ms = 0;
+  double drained_per_s = 0, cpu_us_per_job = 0;
+  double submit_p50_ms = 0, submit_p99_ms = 0;
+  int64_t submits = 0, submit_failures = 0;
+  double restart_s = 0;
+};
+
+constexpr const char* kAdmin = "scale-bench-admin";
+
+ServerProcess Start(const std::string& db) {
+  ServerOptions options;
+  options.admin_token = kAdmin;
+  options.db_path = db;
+  options.extra_args = {"--synchronous", "FULL"};
+  return ServerProcess(options);
+}
+
+// The queue, a token per tenant and `jobs` jobs spread evenly over the tenants. Returns
+// the submit tokens.
+std::vector<std::string> Fill(const ServerProcess& server, int jobs, int tenants) {
+  auto admin = server.Client(kAdmin);
+  auto put = Call(*admin, "PUT", "/v1/admin/queues/scale",
+                  {{"rate", 1'000'000}, {"capacity", 1'000'000}, {"burst", 1000}}, Bearer(kAdmin));
+  if (put.status != 200) {
+    std::fprintf(stderr, "PUT queue: %d %s\n", put.status, put.body.dump().c_str());
+    std::exit(2);
+  }
+  std::vector<std::string> tokens(static_cast<size_t>(tenants));
+  std::atomic<int> next{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      auto http = server.Client(kAdmin);
+      for (int i; (i = next.fetch_add(1)) < tenants;) {
+        auto r =
+            Call(*http, "POST", "/v1/admin/tokens",
+                 {{"scopes", {"submit"}}, {"tenant", "t" + std::to_string(i)}}, Bearer(kAdmin));
+        if (r.status != 201) {
+          ++failures;
+          continue;
+        }
+        tokens[static_cast<size_t>(i)] = r.body["token"];
+        // This tenant's share, in batches of at most 1000.
+        const int share = jobs / tenants + (i < jobs % tenants ? 1 : 0);
+        for (int sent = 0; sent < share;) {
+          const int n = std::min(1000, share - sent);
+          json items = json::array();
+          for (int k = 0; k < n; ++k) items.push_back({{"payload", {{"n", sent + k}}}});
+          auto b = Call(*http, "POST", "/v1/queues/scale/jobs:batch", {{"jobs", items}},
+                        Bearer(tokens[static_cast<size_t>(i)]));
+          if (b.status != 200) {
+            ++failures;
+          } else {
+            for (const json& item : b.body["results"]) failures += item["status"] != 202;
+          }
+          sent += n;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failures > 0) {
+    std::fprintf(stderr, "filling: %d failures\n", failures.load());
+    std::exit(2);
+  }
+  return tokens;
+}
+
+void MeasureLeases(const ServerProcess& server, const std::string& work, int samples, Figures& f) {
+  auto http = server.Client(work);
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    const auto start = SteadyClock::now();
+    auto r = Call(*http, "POST", "/v1/leases",
+                  {{"queues", {"scale"}}, {"max_jobs", 1}, {"wait_ms", 0}}, Bearer(work));
+    ms.push_back(Seconds(start) * 1000);
+    if (r.status != 200 || r.body["jobs"].size() != 1) {
+      std::fprintf(stderr, "lease: %d %s\n", r.status, r.body.dump().c_str());
+      std::exit(2);
+    }
+    const json& job = r.body["jobs"][0];
+    auto done = Call(*http, "POST", "/v1/jobs/" + job["id"].get<std::string>() + "/complete",
+                     {{"lease_id", job["lease_id"]}}, Bearer(work));
+    if (done.status != 200) {
+      std::fprintf(stderr, "complete: %d %s\n", done.status, done.body.dump().c_str());
+      std::exit(2);
+    }
+  }
+  f.lease_p50_ms = Percentile(ms, 0.5);
+  f.lease_p99_ms = Percentile(ms, 0.99);
+}
+
+void MeasureDrain(const ServerProcess& server, const std::string& work,
+                  const std::string& submit_token, const Options& o, Figures& f) {
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> drained{0};
+  std::vector<double> submit_ms;
+  int64_t submit_failures = 0;
+  const double cpu_before = CpuSeconds(server.pid());
+  const auto start = SteadyClock::now();
+  std::vector<std::thread> workers;
+  for (int w = 0; w < o.workers; ++w) {
+    workers.emplace_back([&] {
+      auto http = server.Client(work);
+      json acks = json::array();
+      while (Seconds(start) < o.drain_s) {
+        json body = {{"queues", {"scale"}}, {"max_jobs", 8}, {"wait_ms", 0}};
+        if (!acks.empty()) body["acks"] = acks;
+        auto r = Call(*http, "POST", "/v1/leases", body, Bearer(work));
+        if (r.status != 200) continue;
+        drained += static_cast<int64_t>(acks.size());
+        acks = json::array();
+        for (const json& j : r.body["jobs"]) {
+          acks.push_back({{"id", j["id"]}, {"lease_id", j["lease_id"]}, {"outcome", "succeeded"}});
+        }
+        if (r.body["jobs"].empty()) break;  // drained
+      }
+      if (!acks.empty()) {
+        auto r = Call(*http, "POST", "/v1/acks", {{"acks", acks}}, Bearer(work));
+        if (r.status == 200) drained += static_cast<int64_t>(acks.size());
+      }
+    });
+  }
+  std::thread submitter([&] {
+    auto http = server.Client(submit_token);
+    const auto gap = std::chrono::microseconds(1'000'000 / std::max(1, o.submit_rate));
+    auto next = SteadyClock::now();
+    while (!stop) {
+      std::this_thread::sleep_until(next);  // pacing the load, not waiting for a result
+      next += gap;
+      const auto t0 = SteadyClock::now();
+      auto r = Call(*http, "POST", "/v1/queues/scale/jobs", {{"payload", 1}}, Bearer(submit_token));
+      submit_ms.push_back(Seconds(t0) * 1000);
+      if (r.status != 202) ++submit_failures;
+    }
+  });
+  // Until the backlog is drained (every worker got an empty answer) or drain_s passed.
+  for (auto& w : workers) w.join();
+  const double s = Seconds(start);
+  const double cpu_after = CpuSeconds(server.pid());
+  stop = true;
+  submitter.join();
+  f.drained_per_s = static_cast<double>(drained.load()) / s;
+  f.cpu_us_per_job = (cpu_after - cpu_before) * 1e6 / std::max<int64_t>(1, drained.load());
+  f.submit_p50_ms = Percentile(submit_ms, 0.5);
+  f.submit_p99_ms = Percentile(submit_ms, 0.99);
+  f.submits = static_cast<int64_t>(submit_ms.size());
+  f.submit_failures = submit_failures;
+}
+
+Figures Run(int jobs, int tenants, const Options& o) {
+  Figures f;
+  f.jobs = jobs;
+  f.tenants = tenants;
+  sluice::testing::TempDir dir;
+  const std::string db = dir.path() + "/scale.db";
+  std::string work;
+  {
+    ServerProcess server = Start(db);
+    const auto fill_start = SteadyClock::now();
+    std::vector<std::string> tokens = Fill(server, jobs, tenants);
+    f.fill_s = Seconds(fill_start);
+    f.rss_mib = StatusMiB(server.pid(), "VmRSS");
+    auto admin = server.Client(kAdmin);
+    work = Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"work"}}}, Bearer(kAdmin))
+               .body["token"];
+    MeasureLeases(server, work, o.samples, f);
+    MeasureDrain(server, work, tokens.front(), o, f);
+    f.hwm_mib = StatusMiB(server.pid(), "VmHWM");
+    server.Stop(SIGTERM);
+  }
+  // Restart on the same file: spawn to the first lease that returns a job.
+  const auto spawn = SteadyClock::now();
+  ServerProcess again = Start(db);
+  auto http = again.Client(work);
+  for (;;) {
+    auto r = Call(*http, "POST", "/v1/leases",
+                  {{"queues", {"scale"}}, {"max_jobs", 1}, {"wait_ms", 1000}}, Bearer(work));
+    if (r.status == 200 && r.body["jobs"].size() == 1) break;
+    if (Seconds(spawn) > 60) {
+      std::fprintf(stderr, "restart: no job leased within 60 s\n");
+      std::exit(2);
+    }
+  }
+  f.restart_s = Seconds(spawn);
+  return f;
+}
+
+json ToJson(const Figures& f) {
+  return {{"jobs", f.jobs},
+          {"tenants", f.tenants},
+          {"fill_s", f.fill_s},
+          {"rss_mib", f.rss_mib},
+          {"hwm_mib", f.hwm_mib},
+          {"lease_p50_ms", f.lease_p50_ms},
+          {"lease_p99_ms", f.lease_p99_ms},
+          {"drained_per_s", f.drained_per_s},
+          {"cpu_us_per_job", f.cpu_us_per_job},
+          {"submit_p50_ms", f.submit_p50_ms},
+          {"submit_p99_ms", f.submit_p99_ms},
+          {"submits", f.submits},
+          {"submit_failures", f.submit_failures},
+          {"restart_s", f.restart_s}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App cli{"sluiced's lease, intake and memory with a small and a large backlog"};
+  cli.add_option("--jobs", o.jobs)->check(CLI::PositiveNumber);
+  cli.add_option("--tenants", o.tenants)->check(CLI::PositiveNumber);
+  cli.add_option("--small-jobs", o.small_jobs)->check(CLI::PositiveNumber);
+  cli.add_option("--small-tenants", o.small_tenants)->check(CLI::PositiveNumber);
+  cli.add_option("--samples", o.samples)->check(CLI::PositiveNumber);
+  cli.add_option("--workers", o.workers)->check(CLI::PositiveNumber);
+  cli.add_option("--drain-s", o.drain_s)->check(CLI::PositiveNumber);
+  cli.add_option("--submit-rate", o.submit_rate)->check(CLI::PositiveNumber);
+  CLI11_PARSE(cli, argc, argv);
+
+  const Figures small = Run(o.small_jobs, o.small_tenants, o);
+  const Figures large = Run(o.jobs, o.tenants, o);
+  std::printf("%-34s %14s %14s %8s\n", "", "small", "large", "ratio");
+  auto row = [](const char* what, double a, double b) {
+    std::printf("%-34s %14.2f %14.2f %8.2f\n", what, a, b, a > 0 ? b / a : 0);
+  };
+  std::printf("%-34s %14s %14s\n", "backlog (jobs / tenants)",
+              (std::to_string(small.jobs) + "/" + std::to_string(small.tenants)).c_str(),
+              (std::to_string(large.jobs) + "/" + std::to_string(large.tenants)).c_str());
+  row("fill s", small.fill_s, large.fill_s);
+  row("lease (max_jobs 1) p50 ms", small.lease_p50_ms, large.lease_p50_ms);
+  row("lease (max_jobs 1) p99 ms", small.lease_p99_ms, large.lease_p99_ms);
+  row("drain jobs/s", small.drained_per_s, large.drained_per_s);
+  row("sluiced CPU us per job drained", small.cpu_us_per_job, large.cpu_us_per_job);
+  row("submit p50 ms while draining", small.submit_p50_ms, large.submit_p50_ms);
+  row("submit p99 ms while draining", small.submit_p99_ms, large.submit_p99_ms);
+  row("RSS MiB filled", small.rss_mib, large.rss_mib);
+  row("RSS MiB peak", small.hwm_mib, large.hwm_mib);
+  row("restart to first lease s", small.restart_s, large.restart_s);
+  std::printf("%s\n", json{{"small", ToJson(small)}, {"large", ToJson(large)}}.dump().c_str());
+  return small.submit_failures + large.submit_failures == 0 ? 0 : 1;
+}

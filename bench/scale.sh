@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Cost against backlog (issue 18): build/bench/sluice-bench-scale (see bench/scale.cc)
+# on a real sluiced, SQLite FULL: lease latency, drain rate and CPU per job, submit
+# latency while draining, memory and restart, with 1k jobs over 1k tenants beside 1M
+# jobs over 10k tenants. Prints the table; raw output: var/bench/scale-<stamp>.txt.
+#
+# Usage: bench/scale.sh [sluice-bench-scale flags]    (about a minute with the defaults)
+#   env: BUILD_DIR (build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+source "$ROOT/bench/lib.sh"
+BUILD_DIR="${BUILD_DIR:-build}"
+
+bench_outputs scale
+REV="$(tree_rev . ':!bench' ':!docs' ':!README.md')"
+echo "==> building sluice-bench-scale in $BUILD_DIR (working tree of $REV)"
+build_targets scripts/setup.sh "$BUILD_DIR" sluice-bench-scale sluiced
+"$ROOT/$BUILD_DIR/bench/sluice-bench-scale" "$@" | tee "$PREFIX.txt"
+echo "(revision $REV)"
