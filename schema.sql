@@ -32,8 +32,15 @@ CREATE TABLE IF NOT EXISTS buckets (
   failed_total          INTEGER NOT NULL DEFAULT 0,
   expired_total         INTEGER NOT NULL DEFAULT 0,
   lease_timeouts_total  INTEGER NOT NULL DEFAULT 0,
+  -- The release index (store/engine/release.cc): a lower bound of the next release
+  -- time; -2^62 = to be checked again, 2^62 = at the tenant cap until a lease ends.
+  ready_at              INTEGER NOT NULL DEFAULT -4611686018427387904,
   PRIMARY KEY (queue, tenant)
 ) STRICT, WITHOUT ROWID;
+
+-- Buckets with queued jobs by release-index order: a lease reads the first few.
+CREATE INDEX IF NOT EXISTS buckets_ready ON buckets (queue, ready_at, tenant)
+  WHERE queued_count > 0;
 
 -- Jobs. seq is admission order (FIFO within a bucket, rule 8); id is the opaque name.
 -- seq is the rowid without AUTOINCREMENT: a new job's seq is above every job in the

@@ -161,6 +161,8 @@ Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& p
   std::string text = PolicyToJson(policy).dump();
   auto r = Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
     tx.UpsertQueue(name, text, tx.Now(now));
+    // Rates, bursts and caps decide release times: the release index is checked again.
+    tx.DirtyQueueBuckets(name);
     QueueInfo q = *LoadQueue(tx, name);
     q.stats = tx.LoadQueueStats(name);
     return q;
@@ -553,7 +555,7 @@ Result<JobRecord> Engine::Retry(const std::string& id, Micros caller_now) {
       return MissingOr(
           tx, id, MakeError(ErrorCode::kConflict, "only a failed or expired job can be retried"));
     }
-    tx.BucketAdmitted(job->queue, job->tenant, job->cost);
+    tx.BucketAdmitted(job->queue, job->tenant, job->cost, kReadyDirty);
     return std::move(*job);
   });
   if (r.ok()) Publish(StoreChange::kWork);

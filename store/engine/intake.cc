@@ -135,10 +135,18 @@ std::vector<Result<SubmitOutcome>> AdmitAll(Tx& tx, const std::vector<NewJob>& j
   }
 
   for (auto& [queue, records] : admitted) {
-    std::vector<std::pair<std::string, int64_t>> counts;
+    QueuePart& part = parts[queue];
+    std::vector<AdmittedJob> counts;
     counts.reserve(records.size());
-    for (const JobRecord& j : records) counts.emplace_back(j.tenant, j.cost);
-    std::sort(counts.begin(), counts.end());
+    for (const JobRecord& j : records) {
+      // The bucket releases no earlier than its schedule allows (ReleaseAt does not depend
+      // on the job): the release index entry comes down to that at most.
+      const Micros bound =
+          ReleaseAt(part.queue->policy.ForTenant(j.tenant), part.buckets[j.tenant].tat);
+      counts.push_back(AdmittedJob{j.tenant, j.cost, bound});
+    }
+    std::sort(counts.begin(), counts.end(),
+              [](const AdmittedJob& a, const AdmittedJob& b) { return a.tenant < b.tenant; });
     // The counters first: a bucket's row lock is taken here (in tenant order), and a
     // queue deleted meanwhile fails the change (its bucket is gone) before a job exists.
     tx.BucketsAdmitted(queue, counts);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -18,17 +19,25 @@ namespace {
 // latest of their release times).
 constexpr Micros kCoalesceMicros = 1000;
 
-// The counter changes of a bucket's releases in this transaction, applied once at the
-// end (ReleasedCounters), in (queue, tenant) byte order: the order admissions take
-// bucket rows in too, so a lease and a batch of admissions never wait for each other.
+// Buckets read per page of a queue's release index.
+constexpr int64_t kIndexPage = 64;
+
+// What a transaction's passes did to a bucket they read: its releases (counters applied
+// once at the end, in (queue, tenant) byte order: the order admissions take bucket rows
+// in too, so a lease and a batch of admissions never wait for each other), and its
+// release index entry, written back when it changed (guarded by the counters as read).
 struct Released {
   ScheduleInstant tat;
   int64_t cost = 0;
   int64_t count = 0;
+  int64_t seen_queued = 0;
+  int64_t seen_admitted = 0;
+  Micros read_ready = kReadyDirty;
+  Micros ready = kReadyDirty;
 };
 using ReleasedCounters = std::map<std::pair<std::string, std::string>, Released>;
 
-BucketView ToView(size_t queue_index, const QueueInfo& q, const BucketHeadRow& row) {
+BucketView ToView(size_t queue_index, const QueueInfo& q, const ReadyBucketRow& row) {
   BucketView v;
   v.queue = queue_index;
   v.policy = q.policy.ForTenant(row.tenant);
@@ -54,11 +63,33 @@ struct Decided {
   int64_t cost = 1;
 };
 
-// Leases for a group of requests that name the same queues, in one pass: one read of
-// the buckets and their first jobs, then release after release (earliest release time
-// first) handed to the requests in FIFO order until each has its max_jobs or nothing
-// more is releasable, then one write of the releases. The decisions read nothing but
-// what the pass read at its start, so a pass costs a few statements, not some per job.
+// Where a pass is in a queue's release index: the last entry read (every entry not
+// read sorts after it, so its ready_at is a lower bound of theirs).
+struct IndexCursor {
+  size_t queue = 0;
+  Micros last_ready = std::numeric_limits<Micros>::min();
+  std::string last_tenant;
+  bool exhausted = false;
+};
+
+// The release index entry of a bucket with an available head, as a pass leaves it: at
+// its tenant cap, held until a lease ends; a head that can only expire, its deadline
+// (the expiry checks the bucket again); else its schedule, exact.
+Micros ReadyOf(const QueueView& q, const BucketView& b, Micros now) {
+  if (BucketBlockedBy(q, b, now) == BlockedBy::kTenantCap) return kReadyBlocked;
+  if (b.head_deadline && ReleaseTime(b, now) >= *b.head_deadline) return *b.head_deadline;
+  return ReleaseAt(b.policy, b.tat);
+}
+
+// Leases for a group of requests that name the same queues, in one pass. Each queue's
+// buckets are read from its release index (buckets with queued jobs by a lower bound of
+// their next release time), a page at a time and only as far as a release could come
+// from there: a pass reads the few buckets due first, not every bucket. Then release
+// after release (earliest release time first; ties to the older head, among the
+// buckets read) is handed to the requests in FIFO order until each has its max_jobs or
+// nothing more is releasable, and one write records the releases and the index entries
+// the pass learned. The decisions read nothing but the buckets and heads read, so a
+// pass costs a few statements, not some per job.
 void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
                 const std::vector<const LeaseRequest*>& reqs, std::vector<LeaseOutcome*>& outs,
                 Micros now, Micros horizon, ReleasedCounters& released) {
@@ -68,42 +99,92 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
   std::vector<QueueView> qviews;
   std::vector<BucketView> bviews;
   std::vector<Candidate> cands;  // parallel to bviews
+  std::vector<IndexCursor> cursors;
   std::optional<Micros> wake_at;
+  bool cap_blocked = false;
+  const Micros by = std::max(now, horizon);
+
+  std::set<std::pair<std::string, std::string>> read;  // (queue, tenant) of the buckets read
+  // A bucket read from the index joins the pass (once): a candidate when a job of it is
+  // available; else its entry becomes the next time one may be (`next_available`).
+  auto add = [&](size_t qi, ReadyBucketRow& row, std::optional<Micros> next_available) {
+    const QueueInfo& q = queues[qi];
+    const auto key = std::make_pair(q.name, row.tenant);
+    if (!read.insert(key).second) return;
+    auto [it, fresh] = released.try_emplace(key);
+    Released& rec = it->second;
+    if (fresh) {
+      rec.tat = row.tat;
+      rec.seen_queued = row.queued;
+      rec.seen_admitted = row.admitted;
+      rec.read_ready = row.ready_at;
+      rec.ready = row.ready_at;
+    } else {
+      // Releases an earlier group of this transaction made are not in the rows yet.
+      row.tat = rec.tat;
+      row.leased += rec.count;
+    }
+    const BucketPolicy policy = q.policy.ForTenant(row.tenant);
+    if (row.heads.empty()) {
+      const Micros scheduled = ReleaseAt(policy, row.tat);
+      rec.ready = std::max(scheduled, next_available.value_or(scheduled));
+      return;
+    }
+    bviews.push_back(ToView(qi, q, row));
+    cands.push_back(Candidate{row.tenant, {row.heads.begin() + 1, row.heads.end()}, row.more});
+  };
+  std::vector<std::optional<Micros>> next_available;  // by queue
+  auto read_page = [&](IndexCursor& c, std::vector<ReadyBucketRow> rows) {
+    c.exhausted = static_cast<int64_t>(rows.size()) < kIndexPage;
+    if (!rows.empty()) {
+      c.last_ready = rows.back().ready_at;
+      c.last_tenant = rows.back().tenant;
+    }
+    for (ReadyBucketRow& row : rows) add(c.queue, row, next_available[c.queue]);
+  };
+
   for (const std::string& name : queue_names) {
     auto row = tx.LoadQueue(name);
     if (!row) continue;
     QueueInfo q = QueueFromRowOrThrow(*row);
-    ReleaseInputs in = tx.ReadForRelease(name, now, want, !q.paused && want > 0);
+    // A queue at its cap or paused releases nothing: its index is not read.
+    const int64_t cap = q.policy.max_inflight;
+    ReleaseInputs in = tx.ReadForRelease(name, now, kIndexPage, !q.paused && want > 0);
     QueueView qv;
     qv.leased = in.stats.leased;
-    // Releases an earlier group of this transaction made are not in the rows yet.
     for (auto it = released.lower_bound({name, ""});
          it != released.end() && it->first.first == name; ++it) {
       qv.leased += it->second.count;
     }
-    qv.max_inflight = q.policy.max_inflight;
+    qv.max_inflight = cap;
     qv.paused = q.paused;
-    size_t qi = queues.size();
+    const size_t qi = queues.size();
     queues.push_back(std::move(q));
     qviews.push_back(qv);
+    next_available.push_back(in.next_available);
     if (qv.paused || want == 0) continue;
-    for (BucketHeadRow& head : in.heads) {
-      if (head.heads.empty()) continue;
-      bviews.push_back(ToView(qi, queues[qi], head));
-      cands.push_back(
-          Candidate{head.tenant, {head.heads.begin() + 1, head.heads.end()}, head.more});
-      if (auto it = released.find({name, head.tenant}); it != released.end()) {
-        bviews.back().tat = it->second.tat;
-        bviews.back().leased += it->second.count;
-      }
-    }
     if (in.next_available && (!wake_at || *in.next_available < *wake_at)) {
       wake_at = in.next_available;
     }
+    if (cap > 0 && qv.leased >= cap) {
+      cap_blocked = true;
+      continue;
+    }
+    IndexCursor& c = cursors.emplace_back();
+    c.queue = qi;
+    for (ReadyBucketRow& u : in.unblocked) add(qi, u, in.next_available);
+    read_page(c, std::move(in.page));
   }
 
   std::vector<LeaseGrant> grants;
   std::vector<Decided> decided;  // parallel to grants
+  // Erases bucket `i` from the pass, its index entry its schedule from now on.
+  auto leave = [&](size_t i) {
+    const BucketView& b = bviews[i];
+    released[{queues[b.queue].name, cands[i].tenant}].ready = ReleaseAt(b.policy, b.tat);
+    bviews.erase(bviews.begin() + static_cast<std::ptrdiff_t>(i));
+    cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(i));
+  };
   // A bucket's view once its head is released: its next job (read ahead, or read on
   // now), or the bucket leaves the pass.
   auto advance = [&](size_t i) {
@@ -116,15 +197,23 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
       c.more = static_cast<int64_t>(next.size()) >= limit;
       c.ahead.assign(next.begin(), next.end());
     }
-    if (c.ahead.empty()) {
-      bviews.erase(bviews.begin() + static_cast<std::ptrdiff_t>(i));
-      cands.erase(cands.begin() + static_cast<std::ptrdiff_t>(i));
-      return;
-    }
+    if (c.ahead.empty()) return leave(i);
     b.head_seq = c.ahead.front().seq;
     b.head_cost = c.ahead.front().cost;
     b.head_deadline = c.ahead.front().deadline;
     c.ahead.pop_front();
+  };
+  // Reads the next page of every queue whose unread entries may hold a bucket due
+  // before `before` (strictly: ties among buckets not yet read go by index order).
+  auto read_on = [&](Micros before) {
+    bool more = false;
+    for (IndexCursor& c : cursors) {
+      if (c.exhausted || c.last_ready >= before) continue;
+      read_page(
+          c, tx.ReadyBuckets(queues[c.queue].name, now, c.last_ready, c.last_tenant, kIndexPage));
+      more = true;
+    }
+    return more;
   };
 
   std::vector<int64_t> given(reqs.size(), 0);
@@ -137,10 +226,17 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     }
     DispatchChoice choice = ChooseRelease(qviews, bviews, now, horizon);
     if (!choice.release) {
+      // Buckets not read yet may be releasable by the horizon.
+      if (read_on(by + 1)) continue;
       if (choice.wake_at && (!wake_at || *choice.wake_at < *wake_at)) wake_at = choice.wake_at;
+      for (const IndexCursor& c : cursors) {
+        if (c.exhausted || c.last_ready >= kReadyBlocked) continue;
+        if (!wake_at || c.last_ready < *wake_at) wake_at = c.last_ready;
+      }
       break;
     }
     size_t i = *choice.release;
+    if (read_on(ReleaseAt(bviews[i].policy, bviews[i].tat))) continue;
     BucketView& b = bviews[i];
     const std::string& queue = queues[b.queue].name;
     const Micros released_at = ReleaseTime(b, now);
@@ -181,8 +277,10 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     }
   }
 
-  bool cap_blocked = false;
-  for (const BucketView& b : bviews) {
+  // The index entries of the buckets still in the pass.
+  for (size_t i = 0; i < bviews.size(); ++i) {
+    const BucketView& b = bviews[i];
+    released[{queues[b.queue].name, cands[i].tenant}].ready = ReadyOf(qviews[b.queue], b, now);
     BlockedBy why = BucketBlockedBy(qviews[b.queue], b, now);
     cap_blocked = cap_blocked || why == BlockedBy::kQueueCap || why == BlockedBy::kTenantCap;
   }
@@ -220,14 +318,18 @@ void LeaseAll(Tx& tx, const std::vector<LeaseRequest>& requests, std::vector<Lea
     auto& [reqs, group_outs] = groups[*key];
     LeaseGroup(tx, *key, reqs, group_outs, now, horizon, released);
   }
-  // Each queue's buckets in one write, in (queue, tenant) byte order.
+  // Each queue's buckets in one write, in (queue, tenant) byte order: those released
+  // from and those whose index entry changed.
   std::vector<BucketRelease> batch;
   for (auto it = released.begin(); it != released.end(); ++it) {
-    batch.push_back(
-        BucketRelease{it->first.second, it->second.tat, it->second.cost, it->second.count});
+    const Released& x = it->second;
+    if (x.count != 0 || x.cost != 0 || x.ready != x.read_ready) {
+      batch.push_back(BucketRelease{it->first.second, x.tat, x.cost, x.count, x.ready,
+                                    x.seen_queued, x.seen_admitted});
+    }
     auto next = std::next(it);
     if (next == released.end() || next->first.first != it->first.first) {
-      tx.BucketsReleased(it->first.first, batch);
+      if (!batch.empty()) tx.BucketsReleased(it->first.first, batch);
       batch.clear();
     }
   }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,12 +48,24 @@ struct HeadRow {
   std::optional<Micros> deadline;
 };
 
-// A bucket and its first available queued jobs (its head first), for release selection.
-struct BucketHeadRow {
+// The release index's sentinels (ReadyBuckets, store/engine/release.cc): a bucket whose
+// next release is to be checked again sorts first; a bucket at its tenant cap sorts
+// last until one of its leases ends. Every other value is a lower bound of the time of
+// the bucket's next release.
+inline constexpr Micros kReadyDirty = -(int64_t{1} << 62);
+inline constexpr Micros kReadyBlocked = int64_t{1} << 62;
+
+// A bucket of the release index and its first available queued jobs (its head first, or
+// none when no job of it is available), for release selection. `queued` and `admitted`
+// are its counters as read, which the write of the pass's outcome checks.
+struct ReadyBucketRow {
   std::string tenant;
   ScheduleInstant tat;
   int64_t leased = 0;
-  std::vector<HeadRow> heads;  // FIFO, at least one
+  int64_t queued = 0;
+  int64_t admitted = 0;
+  Micros ready_at = kReadyDirty;
+  std::vector<HeadRow> heads;  // FIFO
   bool more = false;           // more may follow the last of them (BucketHeadsAfter)
 };
 
@@ -63,11 +76,13 @@ struct CompleteItem {
   std::optional<std::string> result;
 };
 
-// What a lease pass reads of a queue: its stats, its buckets with available jobs
-// (BucketHeads), and the earliest time a delayed job becomes available (NextAvailable).
+// What a lease pass reads of a queue: its stats, the first page of its release index
+// (ReadyBuckets) and the buckets a lease end unblocked (UnblockedBuckets), and the
+// earliest time a delayed job becomes available (NextAvailable).
 struct ReleaseInputs {
   QueueStats stats;
-  std::vector<BucketHeadRow> heads;
+  std::vector<ReadyBucketRow> page;
+  std::vector<ReadyBucketRow> unblocked;
   std::optional<Micros> next_available;
 };
 
@@ -80,13 +95,26 @@ struct LeaseGrant {
   std::string worker_id;
 };
 
-// The counter changes of a bucket's releases in one transaction: `count` jobs of total
-// `cost` left it, its TAT now `tat`.
+// The outcome of a lease pass for one bucket: `count` jobs of total `cost` left it (0:
+// it was only checked), its TAT now `tat`, its release index entry `ready_at`, written
+// only if its counters are still `seen_queued` and `seen_admitted` (else it is to be
+// checked again).
 struct BucketRelease {
   std::string tenant;
   ScheduleInstant tat;
   int64_t cost = 0;
   int64_t count = 0;
+  Micros ready_at = kReadyDirty;
+  int64_t seen_queued = 0;
+  int64_t seen_admitted = 0;
+};
+
+// An admitted job's share of its bucket's counters, with a lower bound of the bucket's
+// next release (ReleaseAt of its TAT; kReadyDirty when unknown).
+struct AdmittedJob {
+  std::string tenant;
+  int64_t cost = 1;
+  Micros ready_bound = kReadyDirty;
 };
 
 // A bucket as the admin views list it.
@@ -156,18 +184,30 @@ class Tx {
   // the admission that follows adds it with BucketAdmitted).
   virtual BucketState LoadBucket(const std::string& queue, const std::string& tenant) = 0;
   virtual BucketState LockBucket(const std::string& queue, const std::string& tenant) = 0;
-  // Every bucket of the queue with a job available at `now`, each with its first
-  // available jobs: as many as the driver reads at once for a pass that releases up to
-  // `want` jobs in all (one each at least).
-  virtual std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
-                                                 int64_t want) = 0;
-  // LoadQueueStats, then BucketHeads (unless `heads` is false), then NextAvailable: a
-  // driver may read them at once.
-  virtual ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t want,
-                                       bool heads) {
+  // A page of the queue's release index: its buckets with queued jobs in (ready_at,
+  // tenant) order after (`after_ready`, `after_tenant`), at most `limit`, each with its
+  // first jobs available at `now` (at least its head, if any; a driver may read more).
+  virtual std::vector<ReadyBucketRow> ReadyBuckets(const std::string& queue, Micros now,
+                                                   Micros after_ready,
+                                                   const std::string& after_tenant,
+                                                   int64_t limit) = 0;
+  // Buckets held at their tenant cap (kReadyBlocked) that a lease end not yet written
+  // to their row unblocked, as ReadyBuckets reads them. A driver that writes every
+  // lease end to its bucket's row (turning kReadyBlocked into kReadyDirty) has none.
+  virtual std::vector<ReadyBucketRow> UnblockedBuckets(const std::string& /*queue*/,
+                                                       Micros /*now*/) {
+    return {};
+  }
+  // LoadQueueStats, then (unless `index` is false) the first page of ReadyBuckets and
+  // UnblockedBuckets, then NextAvailable: a driver may read them at once.
+  virtual ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t page,
+                                       bool index) {
     ReleaseInputs in;
     in.stats = LoadQueueStats(queue);
-    if (heads) in.heads = BucketHeads(queue, now, want);
+    if (index) {
+      in.page = ReadyBuckets(queue, now, std::numeric_limits<Micros>::min(), "", page);
+      in.unblocked = UnblockedBuckets(queue, now);
+    }
     in.next_available = NextAvailable(queue, now);
     return in;
   }
@@ -190,24 +230,22 @@ class Tx {
     return out;
   }
   // Counter changes, each in step with a job transition in the same transaction.
-  // BucketsAdmitted: BucketAdmitted for each (tenant, cost), one job each, applied in
-  // tenant byte order.
-  virtual void BucketsAdmitted(const std::string& queue,
-                               const std::vector<std::pair<std::string, int64_t>>& jobs) {
-    for (const auto& [tenant, cost] : jobs) BucketAdmitted(queue, tenant, cost);
+  // BucketsAdmitted: BucketAdmitted for each job, applied in tenant byte order. An
+  // admission lowers the bucket's release index entry to `ready_bound` (never raises it).
+  virtual void BucketsAdmitted(const std::string& queue, const std::vector<AdmittedJob>& jobs) {
+    for (const AdmittedJob& j : jobs) BucketAdmitted(queue, j.tenant, j.cost, j.ready_bound);
   }
-  virtual void BucketAdmitted(const std::string& queue, const std::string& tenant,
-                              int64_t cost) = 0;
-  // `count` jobs of total `cost` left the bucket (released), its TAT now `tat`.
-  virtual void BucketReleased(const std::string& queue, const std::string& tenant,
-                              ScheduleInstant tat, int64_t cost, int64_t count) = 0;
+  virtual void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
+                              Micros ready_bound) = 0;
+  // A queue's policy changed: every bucket's release index entry is to be checked again.
+  virtual void DirtyQueueBuckets(const std::string& queue) = 0;
+  // A lease pass's outcome for one bucket (BucketRelease).
+  virtual void BucketReleased(const std::string& queue, const BucketRelease& r) = 0;
   // BucketReleased for each, `releases` in tenant byte order (the order of every bucket
   // lock).
   virtual void BucketsReleased(const std::string& queue,
                                const std::vector<BucketRelease>& releases) {
-    for (const BucketRelease& r : releases) {
-      BucketReleased(queue, r.tenant, r.tat, r.cost, r.count);
-    }
+    for (const BucketRelease& r : releases) BucketReleased(queue, r);
   }
   // A driver may keep counter changes aside (so that an ack does not write its bucket's
   // row) and show them in every read; this moves them into the buckets. Maintenance

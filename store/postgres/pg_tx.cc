@@ -213,37 +213,62 @@ std::map<std::string, BucketState> PgTx::LockBuckets(const std::string& queue,
 
 namespace {
 
-// The rows of bucket_heads: by tenant, then FIFO.
-std::vector<BucketHeadRow> HeadsFromRows(const Rows& s) {
-  std::vector<BucketHeadRow> out;
-  for (int r = 0; r < s.size(); ++r) {  // by tenant, then FIFO
+// Heads read per bucket by ready_buckets: the head and the job after it, so a bucket
+// that releases twice in a pass needs no read of its own.
+constexpr int64_t kHeadsPerBucket = 2;
+
+// The rows of ready_buckets and unblocked_buckets: by bucket, then FIFO (one row of NULL
+// job columns for a bucket with no job available).
+std::vector<ReadyBucketRow> ReadyFromRows(const Rows& s) {
+  std::vector<ReadyBucketRow> out;
+  for (int r = 0; r < s.size(); ++r) {
     if (out.empty() || out.back().tenant != s.Text(r, 0)) {
-      out.push_back(BucketHeadRow{
-          s.Text(r, 0), ScheduleInstant{s.Int(r, 1), s.Int(r, 2)}, s.Int(r, 3), {}, false});
+      ReadyBucketRow& b = out.emplace_back();
+      b.tenant = s.Text(r, 0);
+      b.tat = ScheduleInstant{s.Int(r, 1), s.Int(r, 2)};
+      b.leased = s.Int(r, 3);
+      b.queued = s.Int(r, 4);
+      b.admitted = s.Int(r, 5);
+      b.ready_at = s.Int(r, 6);
     }
-    BucketHeadRow& b = out.back();
-    b.heads.push_back(HeadRow{s.Int(r, 4), s.Int(r, 5), s.OptInt(r, 6)});
-    b.more = static_cast<int64_t>(b.heads.size()) >= s.Int(r, 7);
+    ReadyBucketRow& b = out.back();
+    if (s.IsNull(r, 7)) continue;
+    b.heads.push_back(HeadRow{s.Int(r, 7), s.Int(r, 8), s.OptInt(r, 9)});
+    b.more = static_cast<int64_t>(b.heads.size()) >= kHeadsPerBucket;
   }
   return out;
 }
 
 }  // namespace
 
-std::vector<BucketHeadRow> PgTx::BucketHeads(const std::string& queue, Micros now, int64_t want) {
-  return HeadsFromRows(Run("bucket_heads", queue, now, want));
+std::vector<ReadyBucketRow> PgTx::ReadyBuckets(const std::string& queue, Micros now,
+                                               Micros after_ready, const std::string& after_tenant,
+                                               int64_t limit) {
+  return ReadyFromRows(
+      Run("ready_buckets", queue, now, after_ready, after_tenant, limit, kHeadsPerBucket));
 }
 
-ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t want, bool heads) {
+std::vector<ReadyBucketRow> PgTx::UnblockedBuckets(const std::string& queue, Micros now) {
+  return ReadyFromRows(Run("unblocked_buckets", queue, now, kHeadsPerBucket));
+}
+
+ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t page, bool index) {
   clock_read_.reset();
   std::vector<std::pair<const char*, pg::Params>> reads;
   reads.emplace_back("queue_stats", pg::Params(queue));
-  if (heads) reads.emplace_back("bucket_heads", pg::Params(queue, now, want));
+  if (index) {
+    reads.emplace_back("ready_buckets", pg::Params(queue, now, std::numeric_limits<Micros>::min(),
+                                                   std::string(), page, kHeadsPerBucket));
+    reads.emplace_back("unblocked_buckets", pg::Params(queue, now, kHeadsPerBucket));
+  }
   reads.emplace_back("next_available", pg::Params(queue, now));
   std::vector<Rows> rows = conn_.ExecPreparedAll(std::move(reads));
   ReleaseInputs in;
   in.stats = RowToStats(rows.front(), 0, 0);
-  if (heads) in.heads = HeadsFromRows(rows[1]);
+  if (index) {
+    in.page = ReadyFromRows(rows[1]);
+    in.unblocked = ReadyFromRows(rows[2]);
+  }
   if (!rows.back().empty()) in.next_available = rows.back().OptInt(0, 0);
   return in;
 }
@@ -294,43 +319,51 @@ std::vector<std::pair<std::string, BacklogJob>> PgTx::BacklogJobs(const std::str
   return out;
 }
 
-void PgTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) {
-  Later("bucket_admitted", queue, tenant, cost);
+void PgTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
+                          Micros ready_bound) {
+  Later("bucket_admitted", queue, tenant, cost, ready_bound);
 }
 
-void PgTx::BucketsAdmitted(const std::string& queue,
-                           const std::vector<std::pair<std::string, int64_t>>& jobs) {
+void PgTx::BucketsAdmitted(const std::string& queue, const std::vector<AdmittedJob>& jobs) {
   if (jobs.empty()) return;
-  if (jobs.size() == 1) return BucketAdmitted(queue, jobs.front().first, jobs.front().second);
-  std::vector<std::optional<std::string>> tenants, costs;
-  for (const auto& [tenant, cost] : jobs) {
-    tenants.emplace_back(tenant);
-    costs.emplace_back(std::to_string(cost));
+  if (jobs.size() == 1) {
+    const AdmittedJob& j = jobs.front();
+    return BucketAdmitted(queue, j.tenant, j.cost, j.ready_bound);
   }
-  Later("buckets_admitted", queue, pg::ArrayLiteral(tenants), pg::ArrayLiteral(costs));
+  std::vector<std::optional<std::string>> tenants, costs, bounds;
+  for (const AdmittedJob& j : jobs) {
+    tenants.emplace_back(j.tenant);
+    costs.emplace_back(std::to_string(j.cost));
+    bounds.emplace_back(std::to_string(j.ready_bound));
+  }
+  Later("buckets_admitted", queue, pg::ArrayLiteral(tenants), pg::ArrayLiteral(costs),
+        pg::ArrayLiteral(bounds));
 }
 
-void PgTx::BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                          int64_t cost, int64_t count) {
-  Later("bucket_released", queue, tenant, tat.us, tat.frac, cost, count);
+void PgTx::DirtyQueueBuckets(const std::string& queue) { Later("dirty_queue_buckets", queue); }
+
+void PgTx::BucketReleased(const std::string& queue, const BucketRelease& r) {
+  Later("bucket_released", queue, r.tenant, r.tat.us, r.tat.frac, r.cost, r.count, r.ready_at,
+        r.seen_queued, r.seen_admitted);
 }
 
 void PgTx::BucketsReleased(const std::string& queue, const std::vector<BucketRelease>& releases) {
   if (releases.empty()) return;
-  if (releases.size() == 1) {
-    const BucketRelease& r = releases.front();
-    return BucketReleased(queue, r.tenant, r.tat, r.cost, r.count);
-  }
-  std::vector<std::vector<std::optional<std::string>>> cols(5);
+  if (releases.size() == 1) return BucketReleased(queue, releases.front());
+  std::vector<std::vector<std::optional<std::string>>> cols(8);
   for (const BucketRelease& r : releases) {
     cols[0].emplace_back(r.tenant);
     cols[1].emplace_back(std::to_string(r.tat.us));
     cols[2].emplace_back(std::to_string(r.tat.frac));
     cols[3].emplace_back(std::to_string(r.cost));
     cols[4].emplace_back(std::to_string(r.count));
+    cols[5].emplace_back(std::to_string(r.ready_at));
+    cols[6].emplace_back(std::to_string(r.seen_queued));
+    cols[7].emplace_back(std::to_string(r.seen_admitted));
   }
   Later("buckets_released", queue, pg::ArrayLiteral(cols[0]), pg::ArrayLiteral(cols[1]),
-        pg::ArrayLiteral(cols[2]), pg::ArrayLiteral(cols[3]), pg::ArrayLiteral(cols[4]));
+        pg::ArrayLiteral(cols[2]), pg::ArrayLiteral(cols[3]), pg::ArrayLiteral(cols[4]),
+        pg::ArrayLiteral(cols[5]), pg::ArrayLiteral(cols[6]), pg::ArrayLiteral(cols[7]));
 }
 
 void PgTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {

@@ -22,10 +22,10 @@ namespace sluice {
   X(now) X(select_queue) X(lock_queue) X(queue_exists) X(queue_stats) X(list_queues)           \
   X(upsert_queue) X(set_paused) X(lock_queue_buckets) X(queue_busy) X(delete_queue)            \
   X(select_bucket) X(lock_bucket_key) X(lock_bucket) X(lock_bucket_keys) X(select_buckets)     \
-  X(list_buckets) X(bucket_heads) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs)     \
+  X(list_buckets) X(ready_buckets) X(unblocked_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs)     \
   X(bucket_admitted) X(buckets_admitted) X(bucket_released) X(buckets_released)                \
   X(bucket_lease_ended) X(bucket_leases_succeeded) X(fold_bucket_deltas) X(bucket_requeued)    \
-  X(bucket_dequeued) X(insert_job) X(insert_jobs) X(select_job) X(job_exists) X(cost_ahead)    \
+  X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(insert_jobs) X(select_job) X(job_exists) X(cost_ahead)    \
   X(next_available) X(lease_job) X(lease_jobs) X(complete_job) X(complete_jobs)                \
   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)   \
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
@@ -74,24 +74,26 @@ class PgTx final : public Tx {
   BucketState LoadBucket(const std::string& queue, const std::string& tenant) override;
   // An advisory lock on the bucket's name, then its row (if any) FOR UPDATE.
   BucketState LockBucket(const std::string& queue, const std::string& tenant) override;
-  std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
-                                         int64_t want) override;
+  std::vector<ReadyBucketRow> ReadyBuckets(const std::string& queue, Micros now, Micros after_ready,
+                                           const std::string& after_tenant, int64_t limit) override;
+  // Tenants with a lease end still in bucket_deltas.
+  std::vector<ReadyBucketRow> UnblockedBuckets(const std::string& queue, Micros now) override;
   std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
                                         int64_t after_seq, Micros now, int64_t limit) override;
-  // The three reads in one round trip.
-  ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t want,
-                               bool heads) override;
+  // The four reads in one round trip.
+  ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t page,
+                               bool index) override;
   std::vector<BucketRow> ListBuckets(const std::string& queue) override;
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
   std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
   std::map<std::string, BucketState> LockBuckets(const std::string& queue,
                                                  const std::vector<std::string>& tenants) override;
-  void BucketsAdmitted(const std::string& queue,
-                       const std::vector<std::pair<std::string, int64_t>>& jobs) override;
-  void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
-  void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                      int64_t cost, int64_t count) override;
+  void BucketsAdmitted(const std::string& queue, const std::vector<AdmittedJob>& jobs) override;
+  void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
+                      Micros ready_bound) override;
+  void DirtyQueueBuckets(const std::string& queue) override;
+  void BucketReleased(const std::string& queue, const BucketRelease& r) override;
   void BucketsReleased(const std::string& queue,
                        const std::vector<BucketRelease>& releases) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;

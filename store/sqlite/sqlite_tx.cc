@@ -153,17 +153,24 @@ BucketState SqliteTx::LoadBucket(const std::string& queue, const std::string& te
 }
 
 // The head of each bucket only: reading on costs no round trip here.
-std::vector<BucketHeadRow> SqliteTx::BucketHeads(const std::string& queue, Micros now,
-                                                 int64_t /*want*/) {
-  std::vector<BucketHeadRow> out;
-  Stmt s = db_.Prepare(sql_.bucket_heads);
-  s.BindAll(queue, now);
+std::vector<ReadyBucketRow> SqliteTx::ReadyBuckets(const std::string& queue, Micros now,
+                                                   Micros after_ready,
+                                                   const std::string& after_tenant, int64_t limit) {
+  std::vector<ReadyBucketRow> out;
+  Stmt s = db_.Prepare(sql_.ready_buckets);
+  s.BindAll(queue, now, after_ready, after_tenant, limit);
   while (s.Step()) {
-    out.push_back(BucketHeadRow{s.Text(0),
-                                ScheduleInstant{s.Int(1), s.Int(2)},
-                                s.Int(3),
-                                {HeadRow{s.Int(4), s.Int(5), s.OptInt(6)}},
-                                /*more=*/true});
+    ReadyBucketRow& b = out.emplace_back();
+    b.tenant = s.Text(0);
+    b.tat = ScheduleInstant{s.Int(1), s.Int(2)};
+    b.leased = s.Int(3);
+    b.queued = s.Int(4);
+    b.admitted = s.Int(5);
+    b.ready_at = s.Int(6);
+    if (!s.IsNull(7)) {
+      b.heads.push_back(HeadRow{s.Int(7), s.Int(8), s.OptInt(9)});
+      b.more = true;
+    }
   }
   return out;
 }
@@ -212,13 +219,20 @@ std::vector<std::pair<std::string, BacklogJob>> SqliteTx::BacklogJobs(const std:
   return out;
 }
 
-void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) {
-  db_.Prepare(sql_.bucket_admitted).BindAll(queue, tenant, cost).Exec();
+void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
+                              Micros ready_bound) {
+  db_.Prepare(sql_.bucket_admitted).BindAll(queue, tenant, cost, ready_bound).Exec();
 }
 
-void SqliteTx::BucketReleased(const std::string& queue, const std::string& tenant,
-                              ScheduleInstant tat, int64_t cost, int64_t count) {
-  db_.Prepare(sql_.bucket_released).BindAll(queue, tenant, tat.us, tat.frac, cost, count).Exec();
+void SqliteTx::DirtyQueueBuckets(const std::string& queue) {
+  db_.Prepare(sql_.dirty_queue_buckets).BindAll(queue).Exec();
+}
+
+void SqliteTx::BucketReleased(const std::string& queue, const BucketRelease& r) {
+  db_.Prepare(sql_.bucket_released)
+      .BindAll(queue, r.tenant, r.tat.us, r.tat.frac, r.cost, r.count, r.ready_at, r.seen_queued,
+               r.seen_admitted)
+      .Exec();
 }
 
 void SqliteTx::BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) {

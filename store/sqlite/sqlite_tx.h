@@ -13,24 +13,25 @@ namespace sluice {
 
 // Every statement the driver runs, by name. Adding one: a block in statements.sql and
 // a name here (tests/store/statements_test.cc checks the two lists agree).
-#define SLUICE_SQLITE_STATEMENTS(X)                                                               \
-  X(select_queue)                                                                                 \
-  X(queue_exists)                                                                                 \
-  X(queue_stats)                                                                                  \
-  X(list_queues)                                                                                  \
-  X(upsert_queue)                                                                                 \
-  X(set_paused)                                                                                   \
-  X(queue_busy)                                                                                   \
-  X(delete_queue) X(select_bucket) X(list_buckets) X(bucket_heads) X(bucket_heads_after)          \
-      X(backlog_buckets) X(backlog_jobs) X(bucket_admitted) X(bucket_released)                    \
-          X(bucket_lease_ended) X(bucket_requeued) X(bucket_dequeued) X(insert_job) X(select_job) \
-              X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)          \
-                  X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat)    \
-                      X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                       \
-                          X(clean_idempotency_keys) X(select_idempotency) X(insert_idempotency)   \
-                              X(probe) X(insert_token) X(select_token) X(list_tokens)             \
-                                  X(revoke_token) X(select_limit) X(insert_limit) X(update_limit) \
-                                      X(clean_limits) X(select_layers) X(put_layers)              \
+#define SLUICE_SQLITE_STATEMENTS(X)                                                                \
+  X(select_queue)                                                                                  \
+  X(queue_exists)                                                                                  \
+  X(queue_stats)                                                                                   \
+  X(list_queues)                                                                                   \
+  X(upsert_queue)                                                                                  \
+  X(set_paused)                                                                                    \
+  X(queue_busy)                                                                                    \
+  X(delete_queue)                                                                                  \
+  X(select_bucket) X(list_buckets) X(ready_buckets) X(bucket_heads_after) X(backlog_buckets)       \
+      X(backlog_jobs) X(bucket_admitted) X(bucket_released) X(bucket_lease_ended)                  \
+          X(bucket_requeued) X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(select_job) \
+              X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)           \
+                  X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat)     \
+                      X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                        \
+                          X(clean_idempotency_keys) X(select_idempotency) X(insert_idempotency)    \
+                              X(probe) X(insert_token) X(select_token) X(list_tokens)              \
+                                  X(revoke_token) X(select_limit) X(insert_limit) X(update_limit)  \
+                                      X(clean_limits) X(select_layers) X(put_layers)               \
                                           X(limit_stats)
 
 struct SqliteStatements {
@@ -65,17 +66,18 @@ class SqliteTx final : public Tx {
   BucketState LockBucket(const std::string& queue, const std::string& tenant) override {
     return LoadBucket(queue, tenant);
   }
-  std::vector<BucketHeadRow> BucketHeads(const std::string& queue, Micros now,
-                                         int64_t want) override;
+  std::vector<ReadyBucketRow> ReadyBuckets(const std::string& queue, Micros now, Micros after_ready,
+                                           const std::string& after_tenant, int64_t limit) override;
   std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
                                         int64_t after_seq, Micros now, int64_t limit) override;
   std::vector<BucketRow> ListBuckets(const std::string& queue) override;
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
   std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
-  void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost) override;
-  void BucketReleased(const std::string& queue, const std::string& tenant, ScheduleInstant tat,
-                      int64_t cost, int64_t count) override;
+  void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
+                      Micros ready_bound) override;
+  void DirtyQueueBuckets(const std::string& queue) override;
+  void BucketReleased(const std::string& queue, const BucketRelease& r) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
   void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                       bool timed_out) override;

@@ -33,16 +33,18 @@ SELECT name, policy, version, paused <> 0, created_at, updated_at
             updated_at bigint);
 
 -- name: buckets
+-- ready_at (the release index) is copied as it is: it holds on the copy as it did.
 INSERT INTO buckets (queue, tenant, tat_us, tat_frac, queued_count, queued_cost, leased,
                      admitted_total, released_total, succeeded_total, failed_total,
-                     expired_total, lease_timeouts_total)
+                     expired_total, lease_timeouts_total, ready_at)
 SELECT queue, tenant, tat_us, tat_frac, queued_count, queued_cost, leased, admitted_total,
-       released_total, succeeded_total, failed_total, expired_total, lease_timeouts_total
+       released_total, succeeded_total, failed_total, expired_total, lease_timeouts_total,
+       ready_at
   FROM json_to_recordset($1::json)
        AS r(queue text, tenant text, tat_us bigint, tat_frac bigint, queued_count bigint,
             queued_cost bigint, leased bigint, admitted_total bigint, released_total bigint,
             succeeded_total bigint, failed_total bigint, expired_total bigint,
-            lease_timeouts_total bigint);
+            lease_timeouts_total bigint, ready_at bigint);
 
 -- name: jobs
 -- seq is kept (admission order, list cursors): given, over the identity column.

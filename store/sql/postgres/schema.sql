@@ -35,8 +35,17 @@ CREATE TABLE IF NOT EXISTS buckets (
   failed_total          bigint NOT NULL DEFAULT 0,
   expired_total         bigint NOT NULL DEFAULT 0,
   lease_timeouts_total  bigint NOT NULL DEFAULT 0,
+  -- The release index (store/engine/release.cc): a lower bound of the next release
+  -- time; -2^62 = to be checked again, 2^62 = at the tenant cap until a lease ends.
+  ready_at              bigint NOT NULL DEFAULT -4611686018427387904,
   PRIMARY KEY (queue, tenant)
 );
+-- (For a buckets table made before the column, as migration 0005 adds it.)
+ALTER TABLE buckets ADD COLUMN IF NOT EXISTS ready_at bigint NOT NULL
+  DEFAULT -4611686018427387904;
+-- Buckets with queued jobs by release-index order: a lease reads the first few.
+CREATE INDEX IF NOT EXISTS buckets_ready ON buckets (queue, ready_at, tenant)
+  WHERE queued_count > 0;
 
 -- Leases that ended (a complete, a fail for good, a lease that ran out), not yet folded
 -- into their bucket's counters: an ack adds a row here instead of updating the bucket

@@ -118,26 +118,44 @@ LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased, SUM(x.succeeded) AS succeed
   ON d.tenant = b.tenant
 WHERE b.queue = $1::text ORDER BY b.tenant;
 
--- name: bucket_heads
--- Every bucket of a queue with a job available at $2: the bucket, then its first
--- available jobs, FIFO (a row each, by tenant): as many as $3 releases shared out over
--- the queue's buckets would take from each, and one more (column 8 says how many each
--- was asked for: a bucket with fewer has no more). Nothing is locked: the caller holds
--- the queue's lock, which every lease takes, and lease_jobs passes over a job that left
--- meanwhile. Leased counts with the ended leases not yet folded in (bucket_deltas).
-WITH n AS (SELECT (1 + ceil($3::bigint::numeric / greatest(count(*), 1)))::bigint AS per
-           FROM buckets WHERE queue = $1::text AND queued_count > 0)
-SELECT b.tenant, b.tat_us, b.tat_frac, b.leased - COALESCE(d.leased, 0), h.seq, h.cost,
-       h.deadline_at, n.per
-FROM n CROSS JOIN buckets b
-LEFT JOIN (SELECT x.tenant, SUM(x.leased) AS leased FROM bucket_deltas x
-           WHERE x.queue = $1::text GROUP BY x.tenant) d ON d.tenant = b.tenant
-CROSS JOIN LATERAL (
+-- name: ready_buckets
+-- A page of the release index (store/engine/release.cc): a queue's buckets with queued
+-- jobs in (ready_at, tenant) order after ($3, $4), at most $5, each with its first $6
+-- jobs available at $2, FIFO (a row each; one row of NULLs when none is). ready_at is a
+-- lower bound of the bucket's next release (-2^62: to be checked again; 2^62: at its
+-- tenant cap until a lease ends). Nothing is locked: the caller holds the queue's lock,
+-- which every lease takes, and lease_jobs passes over a job that left meanwhile. Leased
+-- counts with the ended leases not yet folded in (bucket_deltas).
+SELECT b.tenant, b.tat_us, b.tat_frac,
+       b.leased - COALESCE((SELECT SUM(x.leased) FROM bucket_deltas x
+                            WHERE x.queue = b.queue AND x.tenant = b.tenant), 0),
+       b.queued_count, b.admitted_total, b.ready_at, h.seq, h.cost, h.deadline_at
+FROM (SELECT * FROM buckets
+      WHERE queue = $1::text AND queued_count > 0 AND (ready_at, tenant) > ($3::bigint, $4::text)
+      ORDER BY ready_at, tenant LIMIT $5::bigint) b
+LEFT JOIN LATERAL (
   SELECT j.seq, j.cost, j.deadline_at FROM jobs j
   WHERE j.queue = b.queue AND j.tenant = b.tenant AND j.state = 'queued'
   AND j.available_at <= $2::bigint
-  ORDER BY j.seq LIMIT n.per) h
-WHERE b.queue = $1::text AND b.queued_count > 0
+  ORDER BY j.seq LIMIT $6::bigint) h ON true
+ORDER BY b.ready_at, b.tenant, h.seq;
+
+-- name: unblocked_buckets
+-- The buckets of a queue held at their tenant cap (ready_at 2^62) with a lease ended
+-- since (a row in bucket_deltas, not yet folded): rows as ready_buckets, $2 and $3 as
+-- its $2 and $6.
+SELECT b.tenant, b.tat_us, b.tat_frac,
+       b.leased - COALESCE((SELECT SUM(x.leased) FROM bucket_deltas x
+                            WHERE x.queue = b.queue AND x.tenant = b.tenant), 0),
+       b.queued_count, b.admitted_total, b.ready_at, h.seq, h.cost, h.deadline_at
+FROM (SELECT * FROM buckets
+      WHERE queue = $1::text AND queued_count > 0 AND ready_at = 4611686018427387904
+      AND tenant IN (SELECT d.tenant FROM bucket_deltas d WHERE d.queue = $1::text)) b
+LEFT JOIN LATERAL (
+  SELECT j.seq, j.cost, j.deadline_at FROM jobs j
+  WHERE j.queue = b.queue AND j.tenant = b.tenant AND j.state = 'queued'
+  AND j.available_at <= $2::bigint
+  ORDER BY j.seq LIMIT $3::bigint) h ON true
 ORDER BY b.tenant, h.seq;
 
 -- name: bucket_heads_after
@@ -156,42 +174,56 @@ SELECT tenant, cost, deadline_at FROM jobs WHERE queue = $1::text AND state = 'q
 ORDER BY tenant, seq;
 
 -- name: bucket_admitted
-INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
-VALUES ($1::text, $2::text, 1, $3::bigint, 1)
+-- $4: a lower bound of the bucket's next release with this job in it (ready_at never
+-- rises here).
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total, ready_at)
+VALUES ($1::text, $2::text, 1, $3::bigint, 1, $4::bigint)
 ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = buckets.queued_count + 1,
   queued_cost = buckets.queued_cost + excluded.queued_cost,
-  admitted_total = buckets.admitted_total + 1;
+  admitted_total = buckets.admitted_total + 1,
+  ready_at = LEAST(buckets.ready_at, excluded.ready_at);
 
 -- name: buckets_admitted
--- bucket_admitted for each (tenant $2[i], cost $3[i]), one job each, the rows taken in
--- tenant byte order.
-INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
-SELECT $1::text, u.t, count(*), sum(u.c)::bigint, count(*)
-FROM unnest($2::text[], $3::bigint[]) AS u(t, c)
+-- bucket_admitted for each (tenant $2[i], cost $3[i], bound $4[i]), one job each, the rows
+-- taken in tenant byte order.
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total, ready_at)
+SELECT $1::text, u.t, count(*), sum(u.c)::bigint, count(*), min(u.r)
+FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(t, c, r)
 GROUP BY u.t ORDER BY u.t COLLATE "C"
 ON CONFLICT (queue, tenant) DO UPDATE SET
   queued_count = buckets.queued_count + excluded.queued_count,
   queued_cost = buckets.queued_cost + excluded.queued_cost,
-  admitted_total = buckets.admitted_total + excluded.admitted_total;
+  admitted_total = buckets.admitted_total + excluded.admitted_total,
+  ready_at = LEAST(buckets.ready_at, excluded.ready_at);
 
 -- name: bucket_released
--- $6 jobs of total cost $5 left the bucket, its TAT now $3/$4.
+-- $6 jobs of total cost $5 left the bucket, its TAT now $3/$4; its ready_at $7 if the
+-- bucket is as the release pass read it ($8 queued, $9 admitted in all: no admission,
+-- requeue or cancel since, which the pass's queue lock does not keep out), else to be
+-- checked again.
 UPDATE buckets SET tat_us = $3::bigint, tat_frac = $4::bigint,
   queued_count = queued_count - $6::bigint, queued_cost = queued_cost - $5::bigint,
-  leased = leased + $6::bigint, released_total = released_total + $6::bigint
+  leased = leased + $6::bigint, released_total = released_total + $6::bigint,
+  ready_at = CASE WHEN queued_count = $8::bigint AND admitted_total = $9::bigint
+                  THEN $7::bigint ELSE -4611686018427387904 END
 WHERE queue = $1::text AND tenant = $2::text;
 
 -- name: buckets_released
--- bucket_released for each (tenant $2[i], TAT $3[i]/$4[i], cost $5[i], count $6[i]), the
--- rows locked in tenant byte order, as admissions lock them.
+-- bucket_released for each (tenant $2[i], TAT $3[i]/$4[i], cost $5[i], count $6[i],
+-- ready_at $7[i] as read $8[i]/$9[i]), the rows locked in tenant byte order, as
+-- admissions lock them.
 WITH u AS (SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[],
-                                $6::bigint[]) AS u(tenant, tat_us, tat_frac, cost, n)),
+                                $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+                         AS u(tenant, tat_us, tat_frac, cost, n, ready_at, seen_queued,
+                              seen_admitted)),
 l AS MATERIALIZED (SELECT b.tenant FROM buckets b
                    WHERE b.queue = $1::text AND b.tenant IN (SELECT tenant FROM u)
                    ORDER BY b.tenant COLLATE "C" FOR UPDATE)
 UPDATE buckets b SET tat_us = u.tat_us, tat_frac = u.tat_frac,
   queued_count = b.queued_count - u.n, queued_cost = b.queued_cost - u.cost,
-  leased = b.leased + u.n, released_total = b.released_total + u.n
+  leased = b.leased + u.n, released_total = b.released_total + u.n,
+  ready_at = CASE WHEN b.queued_count = u.seen_queued AND b.admitted_total = u.seen_admitted
+                  THEN u.ready_at ELSE -4611686018427387904 END
 FROM u JOIN l ON l.tenant = u.tenant
 WHERE b.queue = $1::text AND b.tenant = u.tenant;
 
@@ -210,7 +242,8 @@ SELECT u.q, u.t, count(*), count(*), 0, 0 FROM unnest($1::text[], $2::text[]) AS
 GROUP BY u.q, u.t;
 
 -- name: fold_bucket_deltas
--- The ended leases into their buckets, rows locked in (queue, tenant) byte order as
+-- The ended leases into their buckets (one held at its tenant cap is to be checked
+-- again), rows locked in (queue, tenant) byte order as
 -- everywhere else (and nothing else locked), so this never waits in a cycle.
 WITH d AS (DELETE FROM bucket_deltas RETURNING queue, tenant, leased, succeeded, failed,
                                                 timed_out),
@@ -222,20 +255,32 @@ l AS (SELECT b.queue, b.tenant FROM buckets b JOIN s ON s.queue = b.queue AND s.
 UPDATE buckets b SET leased = b.leased - s.leased::bigint,
   succeeded_total = b.succeeded_total + s.succeeded::bigint,
   failed_total = b.failed_total + s.failed::bigint,
-  lease_timeouts_total = b.lease_timeouts_total + s.timed_out::bigint
+  lease_timeouts_total = b.lease_timeouts_total + s.timed_out::bigint,
+  ready_at = CASE WHEN b.ready_at = 4611686018427387904 THEN -4611686018427387904 ELSE b.ready_at END
 FROM s JOIN l ON l.queue = s.queue AND l.tenant = s.tenant
 WHERE b.queue = s.queue AND b.tenant = s.tenant;
 
 -- name: bucket_requeued
+-- The job is queued again (its bucket's head may be it): to be checked again.
 UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
-  queued_cost = queued_cost + $3::bigint, lease_timeouts_total = lease_timeouts_total + $4::bigint
+  queued_cost = queued_cost + $3::bigint, lease_timeouts_total = lease_timeouts_total + $4::bigint,
+  ready_at = -4611686018427387904
 WHERE queue = $1::text AND tenant = $2::text;
 
 -- name: bucket_dequeued
 -- A queued job left without a lease: canceled ($4 = 0) or expired ($4 = 1).
+-- The bucket's head may have changed: to be checked again.
 UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - $3::bigint,
-  expired_total = expired_total + $4::bigint
+  expired_total = expired_total + $4::bigint, ready_at = -4611686018427387904
 WHERE queue = $1::text AND tenant = $2::text;
+
+-- name: dirty_queue_buckets
+-- A queue's policy changed: every bucket's next release is to be checked again. The rows
+-- locked in tenant byte order first, as everywhere (the caller holds the queue's lock).
+UPDATE buckets b SET ready_at = -4611686018427387904
+FROM (SELECT tenant FROM buckets WHERE queue = $1::text ORDER BY tenant COLLATE "C"
+      FOR UPDATE) l
+WHERE b.queue = $1::text AND b.tenant = l.tenant;
 
 -- name: insert_job
 -- The stored row is exactly these values and the schema's defaults.

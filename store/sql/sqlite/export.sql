@@ -15,7 +15,8 @@ SELECT name, policy, version, paused, created_at, updated_at FROM queues ORDER B
 
 -- name: buckets
 SELECT queue, tenant, tat_us, tat_frac, queued_count, queued_cost, leased, admitted_total,
-       released_total, succeeded_total, failed_total, expired_total, lease_timeouts_total
+       released_total, succeeded_total, failed_total, expired_total, lease_timeouts_total,
+       ready_at
   FROM buckets ORDER BY queue, tenant;
 
 -- name: jobs

@@ -51,13 +51,20 @@ SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
        b.lease_timeouts_total
 FROM buckets b WHERE b.queue = ?1 ORDER BY b.tenant;
 
--- name: bucket_heads
--- Every bucket of a queue with an available head job: the bucket and its head.
-SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, j.seq, j.cost, j.deadline_at FROM buckets b
-JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head
-                        WHERE h.queue = b.queue AND h.tenant = b.tenant AND h.state = 'queued'
-                        AND h.available_at <= ?2 ORDER BY h.seq LIMIT 1)
-WHERE b.queue = ?1 AND b.queued_count > 0;
+-- name: ready_buckets
+-- A page of the release index (store/engine/release.cc): a queue's buckets with queued
+-- jobs in (ready_at, tenant) order after (?3, ?4), at most ?5, each with its first job
+-- available at ?2 (NULLs: none is). ready_at is a lower bound of the bucket's next
+-- release (-2^62: to be checked again; 2^62: at its tenant cap until a lease ends).
+SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, b.queued_count, b.admitted_total, b.ready_at,
+       j.seq, j.cost, j.deadline_at
+FROM buckets b INDEXED BY buckets_ready
+LEFT JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head
+                             WHERE h.queue = b.queue AND h.tenant = b.tenant
+                             AND h.state = 'queued' AND h.available_at <= ?2
+                             ORDER BY h.seq LIMIT 1)
+WHERE b.queue = ?1 AND b.queued_count > 0 AND (b.ready_at, b.tenant) > (?3, ?4)
+ORDER BY b.ready_at, b.tenant LIMIT ?5;
 
 -- name: bucket_heads_after
 SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
@@ -72,33 +79,48 @@ SELECT tenant, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
 WHERE queue = ?1 AND state = 'queued' ORDER BY tenant, seq;
 
 -- name: bucket_admitted
-INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total)
-VALUES (?1, ?2, 1, ?3, 1)
+-- ?4: a lower bound of the bucket's next release with this job in it (ready_at never
+-- rises here).
+INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total, ready_at)
+VALUES (?1, ?2, 1, ?3, 1, ?4)
 ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1,
-  queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1;
+  queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1,
+  ready_at = MIN(ready_at, ?4);
 
 -- name: bucket_released
--- ?6 jobs of total cost ?5 left the bucket, its TAT now ?3/?4.
+-- ?6 jobs of total cost ?5 left the bucket, its TAT now ?3/?4; its ready_at ?7 if the
+-- bucket is as the release pass read it (?8 queued, ?9 admitted in all), else to be
+-- checked again.
 UPDATE buckets SET tat_us = ?3, tat_frac = ?4, queued_count = queued_count - ?6,
-  queued_cost = queued_cost - ?5, leased = leased + ?6, released_total = released_total + ?6
+  queued_cost = queued_cost - ?5, leased = leased + ?6, released_total = released_total + ?6,
+  ready_at = CASE WHEN queued_count = ?8 AND admitted_total = ?9 THEN ?7 ELSE -4611686018427387904 END
 WHERE queue = ?1 AND tenant = ?2;
 
 -- name: bucket_lease_ended
 -- A lease ended: succeeded (?3 = 1), failed for good (?4 = 1), by running out (?5 = 1).
+-- A bucket held at its tenant cap is to be checked again.
 UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + ?3,
-  failed_total = failed_total + ?4, lease_timeouts_total = lease_timeouts_total + ?5
+  failed_total = failed_total + ?4, lease_timeouts_total = lease_timeouts_total + ?5,
+  ready_at = CASE WHEN ready_at = 4611686018427387904 THEN -4611686018427387904 ELSE ready_at END
 WHERE queue = ?1 AND tenant = ?2;
 
 -- name: bucket_requeued
+-- The job is queued again (its bucket's head may be it): to be checked again.
 UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
-  queued_cost = queued_cost + ?3, lease_timeouts_total = lease_timeouts_total + ?4
+  queued_cost = queued_cost + ?3, lease_timeouts_total = lease_timeouts_total + ?4,
+  ready_at = -4611686018427387904
 WHERE queue = ?1 AND tenant = ?2;
 
 -- name: bucket_dequeued
 -- A queued job left without a lease: canceled (?4 = 0) or expired (?4 = 1).
+-- The bucket's head may have changed: to be checked again.
 UPDATE buckets SET queued_count = queued_count - 1, queued_cost = queued_cost - ?3,
-  expired_total = expired_total + ?4
+  expired_total = expired_total + ?4, ready_at = -4611686018427387904
 WHERE queue = ?1 AND tenant = ?2;
+
+-- name: dirty_queue_buckets
+-- A queue's policy changed: every bucket's next release is to be checked again.
+UPDATE buckets SET ready_at = -4611686018427387904 WHERE queue = ?1;
 
 -- name: insert_job
 -- The stored row is exactly these values and the schema's defaults (no RETURNING: it
