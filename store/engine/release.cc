@@ -149,7 +149,8 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     QueueInfo q = QueueFromRowOrThrow(*row);
     // A queue at its cap or paused releases nothing: its index is not read.
     const int64_t cap = q.policy.max_inflight;
-    ReleaseInputs in = tx.ReadForRelease(name, now, kIndexPage, !q.paused && want > 0);
+    ReleaseInputs in =
+        tx.ReadForRelease(name, now, kIndexPage, !q.paused && want > 0, /*stats=*/cap > 0);
     QueueView qv;
     qv.leased = in.stats.leased;
     for (auto it = released.lower_bound({name, ""});

@@ -198,12 +198,13 @@ class Tx {
                                                        Micros /*now*/) {
     return {};
   }
-  // LoadQueueStats, then (unless `index` is false) the first page of ReadyBuckets and
-  // UnblockedBuckets, then NextAvailable: a driver may read them at once.
+  // LoadQueueStats (if `stats`: it sums every bucket, which only a queue cap needs),
+  // then (unless `index` is false) the first page of ReadyBuckets and UnblockedBuckets,
+  // then NextAvailable: a driver may read them at once.
   virtual ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t page,
-                                       bool index) {
+                                       bool index, bool stats) {
     ReleaseInputs in;
-    in.stats = LoadQueueStats(queue);
+    if (stats) in.stats = LoadQueueStats(queue);
     if (index) {
       in.page = ReadyBuckets(queue, now, std::numeric_limits<Micros>::min(), "", page);
       in.unblocked = UnblockedBuckets(queue, now);

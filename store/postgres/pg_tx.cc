@@ -252,10 +252,11 @@ std::vector<ReadyBucketRow> PgTx::UnblockedBuckets(const std::string& queue, Mic
   return ReadyFromRows(Run("unblocked_buckets", queue, now, kHeadsPerBucket));
 }
 
-ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t page, bool index) {
+ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t page, bool index,
+                                   bool stats) {
   clock_read_.reset();
   std::vector<std::pair<const char*, pg::Params>> reads;
-  reads.emplace_back("queue_stats", pg::Params(queue));
+  if (stats) reads.emplace_back("queue_stats", pg::Params(queue));
   if (index) {
     reads.emplace_back("ready_buckets", pg::Params(queue, now, std::numeric_limits<Micros>::min(),
                                                    std::string(), page, kHeadsPerBucket));
@@ -264,10 +265,11 @@ ReleaseInputs PgTx::ReadForRelease(const std::string& queue, Micros now, int64_t
   reads.emplace_back("next_available", pg::Params(queue, now));
   std::vector<Rows> rows = conn_.ExecPreparedAll(std::move(reads));
   ReleaseInputs in;
-  in.stats = RowToStats(rows.front(), 0, 0);
+  size_t at = 0;
+  if (stats) in.stats = RowToStats(rows[at++], 0, 0);
   if (index) {
-    in.page = ReadyFromRows(rows[1]);
-    in.unblocked = ReadyFromRows(rows[2]);
+    in.page = ReadyFromRows(rows[at++]);
+    in.unblocked = ReadyFromRows(rows[at++]);
   }
   if (!rows.back().empty()) in.next_available = rows.back().OptInt(0, 0);
   return in;

@@ -80,9 +80,9 @@ class PgTx final : public Tx {
   std::vector<ReadyBucketRow> UnblockedBuckets(const std::string& queue, Micros now) override;
   std::vector<HeadRow> BucketHeadsAfter(const std::string& queue, const std::string& tenant,
                                         int64_t after_seq, Micros now, int64_t limit) override;
-  // The four reads in one round trip.
-  ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t page,
-                               bool index) override;
+  // The reads in one round trip.
+  ReleaseInputs ReadForRelease(const std::string& queue, Micros now, int64_t page, bool index,
+                               bool stats) override;
   std::vector<BucketRow> ListBuckets(const std::string& queue) override;
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
