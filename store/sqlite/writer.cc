@@ -36,6 +36,11 @@ Writer::Writer(std::unique_ptr<sqlite::Db> db, size_t max_batch, Executor comple
   sqlite::Stmt level = db_->Prepare("PRAGMA synchronous");
   flushes_ = level.Step() && level.Int(0) >= 2;
   if (flushes_ && OpenWal()) db_->Exec("PRAGMA synchronous=NORMAL");  // the committer flushes
+  // Every write goes through this connection: 32 MiB of page cache (SQLite's default is
+  // 2 MiB) keeps the upper levels of the jobs table's indexes in memory at a million
+  // jobs. Measured (bench/scale.sh, 1M jobs over 10k tenants): lease p50 1.7 -> 0.55 ms,
+  // RSS 27 -> 62 MiB.
+  db_->Exec("PRAGMA cache_size=-32768");
   committer_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "sluice-commit");
     CommitLoop();
