@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/proc_stats.h"
 #include "common/random.h"
 #include "store/sqlite/sqlite_store.h"
 #include "tests/testutil/server_process.h"
@@ -38,6 +39,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
+using sluice::bench::CpuSeconds;
+
 double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
 }
@@ -46,20 +49,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0;
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-// utime + stime of a process, all threads, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; rest >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-    if (i == 15) break;
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 void Check(int rc, sqlite3* db, const char* what) {

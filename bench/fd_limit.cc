@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/proc_stats.h"
 #include "tests/testutil/raw_http.h"
 #include "tests/testutil/server_process.h"
 
@@ -32,19 +33,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-// utime + stime of a process, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::string field;
-  long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoll(field);
-    if (i == 15) stime = std::stoll(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
+using sluice::bench::CpuSeconds;
 
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/proc_stats.h"
 #include "tests/testutil/server_process.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -47,6 +48,9 @@ using sluice::testing::ServerProcess;
 
 namespace {
 
+using sluice::bench::CpuSeconds;
+using sluice::bench::StatusMiB;
+
 double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
 }
@@ -56,28 +60,6 @@ double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const size_t at = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
   return v[at];
-}
-
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; rest >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-    if (i == 15) break;
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A field of /proc/<pid>/status in MiB (VmRSS, VmHWM).
-double StatusMiB(pid_t pid, const std::string& name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name + ":", 0) == 0) return std::stod(line.substr(name.size() + 1)) / 1024.0;
-  }
-  return 0;
 }
 
 struct Options {
