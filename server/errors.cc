@@ -105,6 +105,13 @@ void RenderError(HttpResponse& res, const Error& e) {
                   "application/problem+json");
 }
 
+nlohmann::json ProblemItem(const Error& e) {
+  nlohmann::json item = {
+      {"status", HttpStatusFor(e.code)}, {"error", ErrorCodeName(e.code)}, {"detail", e.detail}};
+  if (e.retry_after_s) item["retry_after"] = *e.retry_after_s;
+  return item;
+}
+
 HttpResponse ErrorResponse(const Error& e) {
   HttpResponse res;
   RenderError(res, e);

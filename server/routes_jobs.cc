@@ -166,25 +166,21 @@ void RenderSubmit(App& app, const HttpRequest& req, const std::string& queue,
 }
 
 // One item of a batch's answer, as JSON text: BatchAdmittedJson, or the problem's
-// {"status", "error", "detail", "retry_after_s"?, ...} with the bucket's quota after the
+// {"status", "error", "detail", "retry_after"?, ...} with the bucket's quota after the
 // item ("remaining", "reset_s": RateLimit's r and t) when the store decided it.
 std::string BatchItemJson(App& app, const HttpRequest& req, const std::string& queue,
                           const std::string& tenant, int64_t cost,
                           const Result<SubmitOutcome>& out) {
-  auto problem = [](const Error& e) {
-    json item = {
-        {"status", HttpStatusFor(e.code)}, {"error", ErrorCodeName(e.code)}, {"detail", e.detail}};
-    if (e.retry_after_s) item["retry_after_s"] = *e.retry_after_s;
-    return item;
-  };
-  if (!out.ok()) return problem(out.error()).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!out.ok()) {
+    return ProblemItem(out.error()).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
   const SubmitOutcome& o = out.value();
   auto refusal = RefusalOf(queue, cost, o);
   if (!refusal) {
     return BatchAdmittedJson(*o.job, o.replayed, o.decision.remaining, o.decision.reset_s);
   }
   Rejected(app, req, queue, tenant, refusal->error, &o);
-  json item = problem(refusal->error);
+  json item = ProblemItem(refusal->error);
   item.update(refusal->extra);
   item["remaining"] = o.decision.remaining;
   item["reset_s"] = o.decision.reset_s;

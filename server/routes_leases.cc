@@ -92,11 +92,9 @@ void ApplyAcks(App& app, const Principal& who, std::vector<AckItem> acks, AckDon
 // One ack's result: {"id", "state"}, or {"id", "error", "status", "detail"}.
 json AckResultJson(const std::string& id, const Result<JobRecord>& r) {
   if (r.ok()) return {{"id", id}, {"state", JobStateName(r.value().state)}};
-  const ErrorCode code = r.error().code;
-  return {{"id", id},
-          {"error", ErrorCodeName(code)},
-          {"status", HttpStatusFor(code)},
-          {"detail", r.error().detail}};
+  json item = ProblemItem(r.error());
+  item["id"] = id;
+  return item;
 }
 
 json AckResultsJson(const std::vector<std::string>& ids, const AckResults& results) {

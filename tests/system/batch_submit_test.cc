@@ -72,7 +72,7 @@ TEST_CASE("jobs:batch: each job decided in order as if alone, with its own quota
       // Then the backlog is full: the single submit's 429, item by item.
       CHECK(results[i]["status"] == 429);
       CHECK(results[i]["error"] == "queue_full");
-      CHECK(results[i]["retry_after_s"].get<int64_t>() >= 1);
+      CHECK(results[i]["retry_after"].get<int64_t>() >= 1);
       CHECK(results[i]["remaining"] == 0);
       CHECK_FALSE(results[i].contains("id"));
     }
