@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -57,6 +58,42 @@ void Check(int rc, sqlite3* db, const char* what) {
   std::exit(2);
 }
 
+// Opens `path` in WAL mode at `sync`, then runs `setup` (SQL, may be empty).
+sqlite3* OpenRaw(const std::string& path, const std::string& sync, const std::string& setup) {
+  sqlite3* db = nullptr;
+  Check(sqlite3_open(path.c_str(), &db), db, "open");
+  Check(sqlite3_exec(db,
+                     ("PRAGMA journal_mode=WAL; PRAGMA synchronous=" + sync + "; " + setup).c_str(),
+                     nullptr, nullptr, nullptr),
+        db, "setup");
+  return db;
+}
+
+// Rows/s of `jobs` rows inserted with `insert`, `batch` to a transaction; `bind` binds
+// row `done`'s values (`now`: one time per batch, as a batch submit has). Closes `db`.
+double TimedInserts(sqlite3* db, const char* insert, int jobs, int batch,
+                    const std::function<void(sqlite3_stmt*, int done, int64_t now)>& bind) {
+  sqlite3_stmt* stmt = nullptr;
+  Check(sqlite3_prepare_v2(db, insert, -1, &stmt, nullptr), db, "prepare");
+  const auto start = SteadyClock::now();
+  for (int done = 0; done < jobs;) {
+    Check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db, "begin");
+    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (int i = 0; i < batch && done < jobs; ++i, ++done) {
+      bind(stmt, done, now);
+      Check(sqlite3_step(stmt), db, "insert");
+      sqlite3_reset(stmt);
+    }
+    Check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db, "commit");
+  }
+  const double s = Seconds(start);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return jobs / s;
+}
+
 // Jobs/s of `jobs` rows inserted `batch` to a transaction into sluice's jobs table: the
 // database made by SqliteStore (its schema and indexes), then sluice's insert_job
 // statement with the values a submit stores.
@@ -70,91 +107,50 @@ double RawInsert(const std::string& path, int jobs, int batch, const std::string
       std::exit(2);
     }
   }
-  sqlite3* db = nullptr;
-  Check(sqlite3_open(path.c_str(), &db), db, "open");
-  Check(sqlite3_exec(db, ("PRAGMA journal_mode=WAL; PRAGMA synchronous=" + sync + ";").c_str(),
-                     nullptr, nullptr, nullptr),
-        db, "pragma");
-  sqlite3_stmt* insert = nullptr;
-  Check(sqlite3_prepare_v2(
-            db,
-            "INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, "
-            "lease_ms, policy_version, created_at, not_before, available_at, deadline_at, "
-            "estimated_start, traceparent) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, 0, ?6, ?7, ?8, "
-            "?9, ?10, ?11, ?12, ?13, ?14)",
-            -1, &insert, nullptr),
-        db, "prepare");
   const std::string payload = R"({"n":1,"report":"monthly"})";
-  const auto start = SteadyClock::now();
-  for (int done = 0; done < jobs;) {
-    Check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db, "begin");
-    // One `now` for a batch, as a batch submit has.
-    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    for (int i = 0; i < batch && done < jobs; ++i, ++done) {
-      const std::string id = sluice::TimeOrderedId("job_", now, 6);
-      const std::string tenant = "tenant" + std::to_string(done % 10);
-      sqlite3_bind_text(insert, 1, id.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(insert, 2, "bench", -1, SQLITE_STATIC);
-      sqlite3_bind_text(insert, 3, tenant.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(insert, 4, payload.c_str(), -1, SQLITE_STATIC);
-      sqlite3_bind_int64(insert, 5, 1);
-      sqlite3_bind_int64(insert, 6, 3);
-      sqlite3_bind_int64(insert, 7, 30000);
-      sqlite3_bind_int64(insert, 8, 1);
-      sqlite3_bind_int64(insert, 9, now);
-      sqlite3_bind_null(insert, 10);
-      sqlite3_bind_int64(insert, 11, now);
-      sqlite3_bind_null(insert, 12);
-      sqlite3_bind_int64(insert, 13, now);
-      sqlite3_bind_null(insert, 14);
-      Check(sqlite3_step(insert), db, "insert");
-      sqlite3_reset(insert);
-    }
-    Check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db, "commit");
-  }
-  const double s = Seconds(start);
-  sqlite3_finalize(insert);
-  sqlite3_close(db);
-  return jobs / s;
+  return TimedInserts(
+      OpenRaw(path, sync, ""),
+      "INSERT INTO jobs (id, queue, tenant, state, payload, cost, attempt, max_attempts, "
+      "lease_ms, policy_version, created_at, not_before, available_at, deadline_at, "
+      "estimated_start, traceparent) VALUES (?1, ?2, ?3, 'queued', ?4, ?5, 0, ?6, ?7, ?8, "
+      "?9, ?10, ?11, ?12, ?13, ?14)",
+      jobs, batch, [&payload](sqlite3_stmt* insert, int done, int64_t now) {
+        const std::string id = sluice::TimeOrderedId("job_", now, 6);
+        const std::string tenant = "tenant" + std::to_string(done % 10);
+        sqlite3_bind_text(insert, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(insert, 2, "bench", -1, SQLITE_STATIC);
+        sqlite3_bind_text(insert, 3, tenant.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(insert, 4, payload.c_str(), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(insert, 5, 1);
+        sqlite3_bind_int64(insert, 6, 3);
+        sqlite3_bind_int64(insert, 7, 30000);
+        sqlite3_bind_int64(insert, 8, 1);
+        sqlite3_bind_int64(insert, 9, now);
+        sqlite3_bind_null(insert, 10);
+        sqlite3_bind_int64(insert, 11, now);
+        sqlite3_bind_null(insert, 12);
+        sqlite3_bind_int64(insert, 13, now);
+        sqlite3_bind_null(insert, 14);
+      });
 }
 
 // The same for the table of ../shared/peer-bench/sqlite_bench.c (the issue's ~396k
 // rows/s): (id INTEGER PRIMARY KEY, tenant, state, deadline, payload BLOB(100)) and one
 // index, no text id, no CHECKs.
 double RawPeerInsert(const std::string& path, int jobs, int batch, const std::string& sync) {
-  sqlite3* db = nullptr;
-  Check(sqlite3_open(path.c_str(), &db), db, "open");
-  Check(sqlite3_exec(db,
-                     ("PRAGMA journal_mode=WAL; PRAGMA synchronous=" + sync +
-                      "; CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant INT NOT NULL, state INT "
-                      "NOT NULL DEFAULT 0, deadline INT, payload BLOB); CREATE INDEX jobs_ready ON "
-                      "jobs(tenant, state, id);")
-                         .c_str(),
-                     nullptr, nullptr, nullptr),
-        db, "schema");
-  sqlite3_stmt* insert = nullptr;
-  Check(sqlite3_prepare_v2(db, "INSERT INTO jobs(tenant,deadline,payload) VALUES(?,?,?)", -1,
-                           &insert, nullptr),
-        db, "prepare");
   const std::string payload(100, 'x');
-  const auto start = SteadyClock::now();
-  for (int done = 0; done < jobs;) {
-    Check(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), db, "begin");
-    for (int i = 0; i < batch && done < jobs; ++i, ++done) {
-      sqlite3_bind_int(insert, 1, done % 10);
-      sqlite3_bind_int64(insert, 2, done);
-      sqlite3_bind_blob(insert, 3, payload.data(), static_cast<int>(payload.size()), SQLITE_STATIC);
-      Check(sqlite3_step(insert), db, "insert");
-      sqlite3_reset(insert);
-    }
-    Check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db, "commit");
-  }
-  const double s = Seconds(start);
-  sqlite3_finalize(insert);
-  sqlite3_close(db);
-  return jobs / s;
+  return TimedInserts(
+      OpenRaw(path, sync,
+              "CREATE TABLE jobs(id INTEGER PRIMARY KEY, tenant INT NOT NULL, state INT NOT NULL "
+              "DEFAULT 0, deadline INT, payload BLOB); CREATE INDEX jobs_ready ON jobs(tenant, "
+              "state, id);"),
+      "INSERT INTO jobs(tenant,deadline,payload) VALUES(?,?,?)", jobs, batch,
+      [&payload](sqlite3_stmt* insert, int done, int64_t /*now*/) {
+        sqlite3_bind_int(insert, 1, done % 10);
+        sqlite3_bind_int64(insert, 2, done);
+        sqlite3_bind_blob(insert, 3, payload.data(), static_cast<int>(payload.size()),
+                          SQLITE_STATIC);
+      });
 }
 
 struct HttpRound {
