@@ -335,7 +335,10 @@ int main(int argc, char** argv) {
         }
         std::string body = lease_text;
         if (!pending.empty()) {
+          // As sluice-worker does: a lease that carries acks does not long-poll, so
+          // their results (the jobs' completions) are never held back by the wait.
           json with = lease;
+          with["wait_ms"] = 0;
           with["acks"] = json::array();
           for (const json& j : pending) with["acks"].push_back(ack_of(j));
           body = with.dump();
