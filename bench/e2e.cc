@@ -1,6 +1,6 @@
 // End-to-end throughput of a real sluiced, on either storage driver (bench/drivers.sh),
-// or of several sluiced on one PostgreSQL database (bench/cluster.sh): S submitter
-// threads submit N single jobs for T tenants over keep-alive HTTP while W worker threads
+// or of several sluiced on one PostgreSQL database (bench/cluster.sh): S submitting
+// connections submit N single jobs for T tenants over keep-alive HTTP while W worker threads
 // long-poll POST /v1/leases and complete the jobs they get on their own connection, as
 // --ack-mode says: `lease` (the default) carries the acks of a lease's jobs on the
 // worker's next lease request (or, once every job left is held so, on one POST
@@ -29,8 +29,12 @@
 //                       (a per-item ack result other than succeeded counts as one) are
 //                       counted, and any of them makes the exit status 1.
 //
+// Submitters: S keep-alive connections on one event-loop thread (--submit-client async,
+// bench/async_submitters.h), or S threads each blocking in cpp-httplib (threads), one
+// submit in flight per connection either way.
+//
 // Usage: sluice-bench-e2e [--db PATH|postgres://...] [--jobs N] [--tenants T]
-//          [--submitters S] [--workers W] [--max-jobs 8] [--ack-mode single|batch|lease]
+//          [--submitters S] [--submit-client async|threads] [--workers W] [--max-jobs 8] [--ack-mode single|batch|lease]
 //          [--pg-pid PID]
 //          [--server-arg FLAG ...]
 //        sluice-bench-e2e --server URL [--server URL ...] [--sluiced-pid PID ...]
@@ -56,6 +60,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/async_submitters.h"
 #include "tests/testutil/server_process.h"
 
 using nlohmann::json;
@@ -157,12 +162,13 @@ int main(int argc, char** argv) {
   std::vector<pid_t> sluiced_pids;
   std::string queue = "e2e";
   std::string ack_mode = "lease";
+  std::string submit_client = "async";
   CLI::App cli{"sluice end-to-end throughput benchmark (submit, lease, complete)"};
   cli.add_option("--db", db, "SQLite file or postgres:// URI (default: a fresh SQLite file)");
   cli.add_option("--jobs", jobs, "jobs to submit")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cli.add_option("--tenants", tenants, "tenants (one submit token each)")
       ->check(CLI::Range(1, 10000));
-  cli.add_option("--submitters", submitters, "submitting threads")->check(CLI::Range(1, 1024));
+  cli.add_option("--submitters", submitters, "submitting connections")->check(CLI::Range(1, 1024));
   cli.add_option("--workers", workers, "worker threads")->check(CLI::Range(1, 1024));
   cli.add_option("--max-jobs", max_jobs, "max_jobs of a lease")->check(CLI::Range(1, 1000));
   cli.add_option("--wait-ms", wait_ms, "wait_ms of a lease")->check(CLI::Range(0, 60000));
@@ -170,6 +176,10 @@ int main(int argc, char** argv) {
                  "how workers complete: lease (acks on the next lease request), batch (one "
                  "POST /v1/acks per lease), single (one complete per job)")
       ->check(CLI::IsMember({"single", "batch", "lease"}));
+  cli.add_option("--submit-client", submit_client,
+                 "how submitters send: async (--submitters connections on one event-loop "
+                 "thread) or threads (one cpp-httplib client thread per connection)")
+      ->check(CLI::IsMember({"async", "threads"}));
   cli.add_option("--stall-s", stall_s, "give up after this long without a completion")
       ->check(CLI::Range(1, 3600));
   cli.add_option("--pg-pid", pg_pid, "postmaster pid of the database's cluster, to count its CPU");
@@ -393,29 +403,54 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::thread> subs;
-  for (int s = 0; s < submitters; ++s) {
-    subs.emplace_back([&, s] {
-      auto c = ClientFor(url_of(s));
-      const std::string path = "/v1/queues/" + queue + "/jobs";
-      for (int64_t i; (i = next.fetch_add(1)) < jobs;) {
-        httplib::Headers auth = {
-            {"Authorization", "Bearer " + submit_tokens[static_cast<size_t>(i % tenants)]}};
-        double sent = since_us();
-        json body = {{"payload", {{"i", i}, {"t_us", sent}}}};
-        auto res = c->Post(path.c_str(), auth, body.dump(), "application/json");
-        if (!res || res->status != 202) {
-          std::lock_guard lock(mu);
-          ++submit_errors[res ? std::to_string(res->status) : httplib::to_string(res.error())];
-          continue;
-        }
-        ids[static_cast<size_t>(i)] = json::parse(res->body)["id"];
-        ++accepted;
-        int64_t now = static_cast<int64_t>(since_us());
-        int64_t prev = last_submit_us.load();
-        while (now > prev && !last_submit_us.compare_exchange_weak(prev, now)) {
-        }
-      }
+  const std::string submit_path = "/v1/queues/" + queue + "/jobs";
+  // Job i's submit answered: its id once 202, else the status (0: no answer) counted.
+  auto submitted = [&](int64_t i, int status, const std::string& error, const std::string& body) {
+    if (status != 202) {
+      std::lock_guard lock(mu);
+      ++submit_errors[status ? std::to_string(status) : error];
+      return;
+    }
+    ids[static_cast<size_t>(i)] = json::parse(body)["id"];
+    ++accepted;
+    int64_t now = static_cast<int64_t>(since_us());
+    int64_t prev = last_submit_us.load();
+    while (now > prev && !last_submit_us.compare_exchange_weak(prev, now)) {
+    }
+  };
+  auto submit_body = [&](int64_t i) {
+    return json{{"payload", {{"i", i}, {"t_us", since_us()}}}}.dump();
+  };
+  if (submit_client == "async") {
+    std::vector<sluice::bench::SubmitTarget> targets;
+    for (int s = 0; s < submitters; ++s) targets.push_back(sluice::bench::ParseTarget(url_of(s)));
+    subs.emplace_back([&, targets] {
+      sluice::bench::AsyncSubmitters driver(
+          targets, submitters, submit_path, next, jobs,
+          [&](int64_t i, std::string& token, std::string& body) {
+            token = submit_tokens[static_cast<size_t>(i % tenants)];
+            body = submit_body(i);
+          },
+          [&](int64_t i, int status, const std::string& body) {
+            if (i >= 0) return submitted(i, status, body, body);
+            std::lock_guard lock(mu);
+            ++submit_errors["connect: " + body];  // a connection that never opened
+          });
+      driver.Run();
     });
+  } else {
+    for (int s = 0; s < submitters; ++s) {
+      subs.emplace_back([&, s] {
+        auto c = ClientFor(url_of(s));
+        for (int64_t i; (i = next.fetch_add(1)) < jobs;) {
+          httplib::Headers auth = {
+              {"Authorization", "Bearer " + submit_tokens[static_cast<size_t>(i % tenants)]}};
+          auto res = c->Post(submit_path.c_str(), auth, submit_body(i), "application/json");
+          submitted(i, res ? res->status : 0, res ? "" : httplib::to_string(res.error()),
+                    res ? res->body : "");
+        }
+      });
+    }
   }
   for (auto& t : subs) t.join();
   last_progress_us = static_cast<int64_t>(since_us());
@@ -474,6 +509,7 @@ int main(int argc, char** argv) {
               {"jobs", jobs},
               {"tenants", tenants},
               {"submitters", submitters},
+              {"submit_client", submit_client},
               {"workers", workers},
               {"max_jobs_per_lease", max_jobs},
               {"ack_mode", ack_mode},
