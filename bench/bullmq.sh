@@ -6,8 +6,10 @@
 # everysec), on the same workload, rounds alternating.
 #
 # Usage: bench/bullmq.sh [rounds]            (default 3; about a minute a round here)
-#   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (48),
-#        WORKERS (8), MAX_JOBS (8), ACK_MODE (lease) for sluice-bench-e2e; BullMQ:
+#   env: BUILD_DIR (build); JOBS (20000), TENANTS (10); sluice: SUBMITTERS (48
+#        connections on one event loop), WORKERS (8), MAX_JOBS (32), ACK_MODE (lease)
+#        for sluice-bench-e2e (WORKERS=10 MAX_JOBS=8 holds as many jobs at once as
+#        BullMQ's 10 queues x concurrency 8; docs/performance.md has both); BullMQ:
 #        BULLMQ_INFLIGHT (50) concurrent adds, BULLMQ_WCONC (8) worker concurrency per
 #        queue (the peer figures' `--mode single --phase concurrent --wconc 8 --inflight 50`).
 #
@@ -29,7 +31,7 @@ JOBS="${JOBS:-20000}"
 TENANTS="${TENANTS:-10}"
 SUBMITTERS="${SUBMITTERS:-48}"
 WORKERS="${WORKERS:-8}"
-MAX_JOBS="${MAX_JOBS:-8}"
+MAX_JOBS="${MAX_JOBS:-32}"
 ACK_MODE="${ACK_MODE:-lease}"
 BULLMQ_INFLIGHT="${BULLMQ_INFLIGHT:-50}"
 BULLMQ_WCONC="${BULLMQ_WCONC:-8}"
