@@ -106,18 +106,19 @@ class AsyncSubmitters {
       req.body() = std::move(body);
       req.keep_alive(true);
       req.prepare_payload();
-      http::async_write(socket, req, [self = shared_from_this()](boost::system::error_code ec,
-                                                                  size_t) {
-        if (ec) return self->owner.Fail(self->index, ec);
-        self->res = {};
-        http::async_read(self->socket, self->buffer, self->res,
-                         [self](boost::system::error_code ec2, size_t) {
-                           if (ec2) return self->owner.Fail(self->index, ec2);
-                           self->owner.answer_(self->index, static_cast<int>(self->res.result_int()),
-                                               self->res.body());
-                           self->Next();
-                         });
-      });
+      http::async_write(
+          socket, req, [self = shared_from_this()](boost::system::error_code ec, size_t) {
+            if (ec) return self->owner.Fail(self->index, ec);
+            self->res = {};
+            http::async_read(self->socket, self->buffer, self->res,
+                             [self](boost::system::error_code ec2, size_t) {
+                               if (ec2) return self->owner.Fail(self->index, ec2);
+                               self->owner.answer_(self->index,
+                                                   static_cast<int>(self->res.result_int()),
+                                                   self->res.body());
+                               self->Next();
+                             });
+          });
     }
   };
 

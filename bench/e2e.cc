@@ -34,7 +34,8 @@
 // submit in flight per connection either way.
 //
 // Usage: sluice-bench-e2e [--db PATH|postgres://...] [--jobs N] [--tenants T]
-//          [--submitters S] [--submit-client async|threads] [--workers W] [--max-jobs 8] [--ack-mode single|batch|lease]
+//          [--submitters S] [--submit-client async|threads] [--workers W] [--max-jobs 8]
+//          [--ack-mode single|batch|lease]
 //          [--pg-pid PID]
 //          [--server-arg FLAG ...]
 //        sluice-bench-e2e --server URL [--server URL ...] [--sluiced-pid PID ...]
