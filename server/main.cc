@@ -45,7 +45,7 @@ struct Flags {
   int http_threads = 16;
   int64_t max_body_bytes = 1 << 20;
   int64_t max_wait_ms = 30000;
-  int64_t lookahead_us = 10000;
+  int64_t lookahead_us = 30000;
   int64_t recheck_ms = -1;  // -1: 1000 on PostgreSQL, 0 (never) on SQLite
   int64_t retention_hours = 168;
   std::string log_format = "text";
