@@ -64,7 +64,9 @@ class AsyncSubmitters {
       const SubmitTarget& t = targets_[static_cast<size_t>(c) % targets_.size()];
       auto conn = std::make_shared<Conn>(*this, io_);
       boost::system::error_code ec;
-      conn->socket.connect({boost::asio::ip::make_address(t.host), t.port}, ec);
+      boost::asio::ip::tcp::resolver resolver(io_);
+      auto endpoints = resolver.resolve(t.host, std::to_string(t.port), ec);
+      if (!ec) boost::asio::connect(conn->socket, endpoints, ec);
       if (!ec) conn->socket.set_option(boost::asio::ip::tcp::no_delay(true), ec);
       if (ec) {
         Fail(-1, ec);
