@@ -173,8 +173,12 @@ void Serve(std::string_view bytes) {
       const size_t used = parser.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
       bytes.remove_prefix(used);
       if (ec == http::error::need_more) {
+        // Every byte the peer sent was in that call: Beast's read would now wait for
+        // more, and none comes, so the next step is the EOF. (Calling put again with no
+        // new bytes breaks Beast's contract: its chunk parser asserts n >= 5 when a
+        // final chunk "0\r\n\r" was seen in an earlier call; a server never does it.)
         ec = {};
-        if (used == 0) bytes = {};
+        bytes = {};
         continue;
       }
       if (ec) return ReadFailed(ec, parser, options);
