@@ -36,6 +36,9 @@ Result<std::string> LeaseId(const json& body) {
   auto lease_id = StringField(body, "lease_id", 200);
   if (!lease_id.ok()) return lease_id.error();
   if (!lease_id.value()) return MakeError(ErrorCode::kBadRequest, "'lease_id' is required");
+  if (lease_id.value()->empty()) {
+    return MakeError(ErrorCode::kBadRequest, "'lease_id' must not be empty");
+  }
   return *lease_id.value();
 }
 

@@ -102,7 +102,8 @@ TEST_CASE("heartbeat, complete and fail: lease_id required, their fields only") 
       Refused(ReadFail(Parse(json{{"lease_id", "l"}, {"error", std::string(4097, 'e')}}.dump()))),
       "'error'"));
 
-  for (const char* no_lease : {R"({})", R"({"lease_id":null})", R"({"lease_id":7})"}) {
+  for (const char* no_lease :
+       {R"({})", R"({"lease_id":null})", R"({"lease_id":7})", R"({"lease_id":""})"}) {
     INFO(no_lease);
     Refused(ReadHeartbeat(Parse(no_lease)));
     Refused(ReadComplete(Parse(no_lease)));
@@ -165,6 +166,8 @@ TEST_CASE("acks: a body or an item that does not fit refuses the whole request")
            {R"({"lease_id":"l","outcome":"succeeded"})", "'id' is required"},
            {R"({"id":7,"lease_id":"l","outcome":"succeeded"})", "'id'"},
            {R"({"id":"job_1","outcome":"succeeded"})", "'lease_id'"},
+           {R"({"id":"job_1","lease_id":"","outcome":"succeeded"})",
+            "'lease_id' must not be empty"},
            {R"({"id":"job_1","lease_id":"l"})", "'outcome'"},
            {R"({"id":"job_1","lease_id":"l","outcome":"done"})", "'outcome'"},
            {R"({"id":"job_1","lease_id":"l","outcome":true})", "'outcome'"},
