@@ -34,7 +34,7 @@ std::optional<int64_t> Count(const json& v) {
   if (v.is_number_unsigned() || v.is_number_integer()) {
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(kMaxLimitCount)) return std::nullopt;
+      if (u < 1 || u > static_cast<uint64_t>(kMaxLimitCount)) return std::nullopt;
       return static_cast<int64_t>(u);
     }
     const int64_t i = v.get<int64_t>();

@@ -98,6 +98,13 @@ TEST_CASE("bad layers are refused, naming what is wrong", "[layers]") {
   CHECK_THAT(Refusal(with("fail", "maybe")), Catch::Contains("'fail'"));
   CHECK_THAT(Refusal(with("cost", {{"list", 11}})), Catch::Contains("cost"));
   CHECK_THAT(Refusal(with("extra", 1)), Catch::Contains("extra"));
+  // As a request body reads them: a parsed 0 is an unsigned number, and still refused.
+  CHECK_THAT(Refusal(with("limit", json::parse("0"))), Catch::Contains("'limit'"));
+  CHECK_THAT(Refusal(with("cost", json::parse(R"({"list":0})"))), Catch::Contains("cost"));
+  json bucket = good;
+  bucket["algorithm"] = "token_bucket";
+  bucket["burst"] = json::parse("0");
+  CHECK_THAT(Refusal(One(bucket)), Catch::Contains("'burst'"));
   json conc = good;
   conc["algorithm"] = "concurrency";
   CHECK_THAT(Refusal(One(conc)), Catch::Contains("no 'window_s'"));
