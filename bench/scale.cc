@@ -11,6 +11,8 @@
 //              drains in tens of milliseconds, so it is filled again and drained again,
 //              up to --small-rounds times or --drain-s seconds of draining; only the
 //              drains count (time, CPU, submits), not the refills between them;
+//   writer     from /metrics, over the drains: commits/s, operations per commit, mean
+//              COMMIT and WAL flush (where a submit's wait goes);
 //   memory     sluiced's VmRSS once filled, and VmHWM at the end;
 //   restart    SIGTERM, then a new sluiced on the same file: seconds from spawn to the
 //              first lease that returns a job.
@@ -80,6 +82,9 @@ struct Figures {
   int64_t submits = 0, submit_failures = 0;
   int drain_rounds = 0;
   int64_t drained = 0;
+  // The writer while draining: commits per second, operations per commit, and the mean
+  // COMMIT and WAL flush in milliseconds.
+  double commits_per_s = 0, ops_per_commit = 0, commit_ms = 0, flush_ms = 0;
   double restart_s = 0;
 };
 
@@ -190,9 +195,35 @@ void MeasureLeases(const ServerProcess& server, const std::string& work, int sam
 
 // What the drains of one backlog added up to: only the time, CPU and submits while
 // workers drained count (not the refills between rounds).
+// The writer's counters from /metrics (sums and counts of its histograms).
+struct WriterStats {
+  double commits = 0, operations = 0, commit_s = 0, flushes = 0, flush_s = 0;
+};
+
+WriterStats ScrapeWriter(const ServerProcess& server) {
+  auto http = server.Client(kAdmin);
+  auto r = http->Get("/metrics", {{"Authorization", "Bearer " + std::string(kAdmin)}});
+  WriterStats w;
+  if (!r || r->status != 200) return w;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    auto value = [&](const char* name, double& out) {
+      const std::string prefix = std::string(name) + " ";
+      if (line.rfind(prefix, 0) == 0) out = std::stod(line.substr(prefix.size()));
+    };
+    value("sluice_storage_commit_seconds_count", w.commits);
+    value("sluice_storage_commit_seconds_sum", w.commit_s);
+    value("sluice_storage_commit_batch_size_sum", w.operations);
+    value("sluice_storage_flush_seconds_count", w.flushes);
+    value("sluice_storage_flush_seconds_sum", w.flush_s);
+  }
+  return w;
+}
+
 struct Drain {
   int64_t drained = 0;
   double seconds = 0, cpu_seconds = 0;
+  WriterStats writer;  // during the drains
   std::vector<double> submit_ms;
   int64_t submit_failures = 0;
 };
@@ -203,6 +234,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
                   const std::string& submit_token, const Options& o, double max_s, Drain& d) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> drained{0};
+  const WriterStats writer_before = ScrapeWriter(server);
   const double cpu_before = CpuSeconds(server.pid());
   const auto start = SteadyClock::now();
   std::vector<std::thread> workers;
@@ -246,6 +278,12 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   const double cpu_after = CpuSeconds(server.pid());
   stop = true;
   submitter.join();
+  const WriterStats writer_after = ScrapeWriter(server);
+  d.writer.commits += writer_after.commits - writer_before.commits;
+  d.writer.operations += writer_after.operations - writer_before.operations;
+  d.writer.commit_s += writer_after.commit_s - writer_before.commit_s;
+  d.writer.flushes += writer_after.flushes - writer_before.flushes;
+  d.writer.flush_s += writer_after.flush_s - writer_before.flush_s;
   d.drained += drained.load();
   d.seconds += s;
   d.cpu_seconds += cpu_after - cpu_before;
@@ -271,6 +309,10 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.submit_p99_ms = Percentile(d.submit_ms, 0.99);
   f.submits = static_cast<int64_t>(d.submit_ms.size());
   f.submit_failures = d.submit_failures;
+  f.commits_per_s = d.writer.commits / std::max(1e-9, d.seconds);
+  f.ops_per_commit = d.writer.operations / std::max(1.0, d.writer.commits);
+  f.commit_ms = d.writer.commit_s * 1000 / std::max(1.0, d.writer.commits);
+  f.flush_ms = d.writer.flush_s * 1000 / std::max(1.0, d.writer.flushes);
 }
 
 Figures Run(int jobs, int tenants, int rounds, const Options& o) {
@@ -327,6 +369,10 @@ json ToJson(const Figures& f) {
           {"submit_failures", f.submit_failures},
           {"drain_rounds", f.drain_rounds},
           {"drained", f.drained},
+          {"commits_per_s", f.commits_per_s},
+          {"ops_per_commit", f.ops_per_commit},
+          {"commit_ms", f.commit_ms},
+          {"flush_ms", f.flush_ms},
           {"restart_s", f.restart_s}};
 }
 
@@ -365,6 +411,10 @@ int main(int argc, char** argv) {
   row("sluiced CPU us per job drained", small.cpu_us_per_job, large.cpu_us_per_job);
   row("submit p50 ms while draining", small.submit_p50_ms, large.submit_p50_ms);
   row("submit p99 ms while draining", small.submit_p99_ms, large.submit_p99_ms);
+  row("commits/s while draining", small.commits_per_s, large.commits_per_s);
+  row("operations per commit", small.ops_per_commit, large.ops_per_commit);
+  row("COMMIT ms (mean)", small.commit_ms, large.commit_ms);
+  row("WAL flush ms (mean)", small.flush_ms, large.flush_ms);
   row("RSS MiB filled", small.rss_mib, large.rss_mib);
   row("RSS MiB peak", small.hwm_mib, large.hwm_mib);
   row("restart to first lease s", small.restart_s, large.restart_s);
