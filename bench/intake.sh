@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Durable single-job intake beside a cpp-httplib hello-world (and a durable floor), in one run on this
-# machine (issue 4). Target: sluice's durable 202/s with 16 keep-alive connections
-# >= 0.6 x the hello-world's req/s, measured in the same run.
+# machine. Targets (issue 18), medians of the same run: sluice --synchronous FULL >= 0.9 x
+# the durable floor's 202/s, and --synchronous NORMAL >= 0.8 x the hello-world's req/s.
+# (Issue 4 asked FULL >= 0.6 x the hello-world; the line is printed for scale.)
 #
 # Usage: bench/intake.sh [rounds]            (default 3; about a minute per round)
 #   env: BUILD_DIR (build), BENCH_REV (unset: the working tree; else a commit to build),
@@ -44,7 +45,9 @@ NORMAL="${NORMAL:-1}"
 KEEP_DATA="${KEEP_DATA:-0}"
 # Count the server's fsync/fdatasync calls with perf (if it works here); PERF=0 skips.
 PERF="${PERF:-auto}"
-TARGET_RATIO=0.6
+TARGET_RATIO=0.6        # issue 4: FULL / hello
+FLOOR_TARGET=0.9        # issue 18: FULL / durable floor
+NORMAL_TARGET=0.8       # issue 18: NORMAL / hello
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 
 # ---- tools -------------------------------------------------------------------------
@@ -430,7 +433,10 @@ median() {  # median of column $1 of $RESULTS (skips "-")
   else
     verdict="FAIL"
   fi
-  echo "target: median ratio sluice FULL / hello >= $TARGET_RATIO: $verdict (median $med_ratio)"
+  verdict_of() { awk -v m="$1" -v t="$2" 'BEGIN {print (m != "-" && m + 0 >= t) ? "PASS" : "FAIL"}'; }
+  echo "target (issue 18): median sluice FULL / durable floor >= $FLOOR_TARGET: $(verdict_of "$(median 16)" "$FLOOR_TARGET") (median $(median 16))"
+  echo "target (issue 18): median sluice NORMAL / hello >= $NORMAL_TARGET: $(verdict_of "$(median 9)" "$NORMAL_TARGET") (median $(median 9))"
+  echo "(issue 4's median sluice FULL / hello >= $TARGET_RATIO: $verdict, median $med_ratio)"
   echo "for scale: the durable floor (no database, no JSON) reached $(median 15) x hello; sluice FULL $(median 16) x the floor"
   echo "the disk: a 4 KiB O_DSYNC write took $(median 13) ms and one fsync per job ran at $(fmt0 "$(median 17)")/s (medians, idle);"
   echo "  when the target was set (../shared/peer-bench/results-sqlite.txt) 4 KiB pwrite + fdatasync ran at 8876/s"
