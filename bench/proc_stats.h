@@ -25,6 +25,31 @@ inline double CpuSeconds(pid_t pid) {
   return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// CPU seconds of a process and its children: its own utime + stime, what it reaped
+// (cutime + cstime), and the utime + stime of its live children (a PostgreSQL
+// postmaster and its backends). A child that exits between two readings moves from the
+// live sum into the reaped one, so a difference of readings is what the tree spent.
+inline double TreeCpuSeconds(pid_t pid) {
+  auto ticks = [](pid_t p, bool reaped) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) return 0LL;
+    std::istringstream rest(text.substr(close + 2));
+    std::string field;
+    long long t = 0;
+    for (int i = 3; i <= 17 && rest >> field; ++i) {
+      if (i == 14 || i == 15 || (reaped && (i == 16 || i == 17))) t += std::stoll(field);
+    }
+    return t;
+  };
+  long long total = ticks(pid, true);
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  for (pid_t child; children >> child;) total += ticks(child, false);
+  return static_cast<double>(total) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // A "kB" field of /proc/<pid>/status (VmRSS, VmHWM), in MiB; 0 if missing.
 inline double StatusMiB(pid_t pid, const std::string& name) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");

@@ -24,7 +24,11 @@
 //
 // Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
 //          [--small-tenants 1000] [--samples 300] [--workers 8] [--drain-s 10]
-//          [--submit-rate 200] [--small-rounds 30]
+//          [--submit-rate 200] [--small-rounds 30] [--db-small URI --db-large URI]
+//          [--pg-pid PID]
+// With --db-small and --db-large (two fresh PostgreSQL databases, say; bench/scale.sh
+// DRIVER=postgres makes them) each backlog goes there instead of a fresh SQLite file,
+// and --pg-pid adds the cluster's CPU per job drained.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -55,6 +59,7 @@ namespace {
 
 using sluice::bench::CpuSeconds;
 using sluice::bench::StatusMiB;
+using sluice::bench::TreeCpuSeconds;
 
 double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
@@ -71,13 +76,18 @@ struct Options {
   int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
   int samples = 300, workers = 8, submit_rate = 200, small_rounds = 30;
   double drain_s = 10;
+  // Databases (sluiced --db): empty, a fresh SQLite file each; else e.g. two fresh
+  // PostgreSQL databases. pg_pid: the PostgreSQL postmaster, whose tree's CPU is
+  // reported beside sluiced's (0: none).
+  std::string db_small, db_large;
+  int pg_pid = 0;
 };
 
 struct Figures {
   int jobs = 0, tenants = 0;
   double fill_s = 0, rss_mib = 0, hwm_mib = 0;
   double lease_p50_ms = 0, lease_p99_ms = 0;
-  double drained_per_s = 0, cpu_us_per_job = 0;
+  double drained_per_s = 0, cpu_us_per_job = 0, pg_cpu_us_per_job = 0;
   double submit_p50_ms = 0, submit_p99_ms = 0;
   int64_t submits = 0, submit_failures = 0;
   int drain_rounds = 0;
@@ -222,7 +232,7 @@ WriterStats ScrapeWriter(const ServerProcess& server) {
 
 struct Drain {
   int64_t drained = 0;
-  double seconds = 0, cpu_seconds = 0;
+  double seconds = 0, cpu_seconds = 0, pg_cpu_seconds = 0;
   WriterStats writer;  // during the drains
   std::vector<double> submit_ms;
   int64_t submit_failures = 0;
@@ -236,6 +246,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   std::atomic<int64_t> drained{0};
   const WriterStats writer_before = ScrapeWriter(server);
   const double cpu_before = CpuSeconds(server.pid());
+  const double pg_before = o.pg_pid > 0 ? TreeCpuSeconds(o.pg_pid) : 0;
   const auto start = SteadyClock::now();
   std::vector<std::thread> workers;
   for (int w = 0; w < o.workers; ++w) {
@@ -276,6 +287,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   for (auto& w : workers) w.join();
   const double s = Seconds(start);
   const double cpu_after = CpuSeconds(server.pid());
+  const double pg_after = o.pg_pid > 0 ? TreeCpuSeconds(o.pg_pid) : 0;
   stop = true;
   submitter.join();
   const WriterStats writer_after = ScrapeWriter(server);
@@ -287,6 +299,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   d.drained += drained.load();
   d.seconds += s;
   d.cpu_seconds += cpu_after - cpu_before;
+  d.pg_cpu_seconds += pg_after - pg_before;
 }
 
 // Drains the backlog, then (while drain time is left and `rounds` allow) fills it again
@@ -305,6 +318,8 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.drained = d.drained;
   f.drained_per_s = static_cast<double>(d.drained) / std::max(1e-9, d.seconds);
   f.cpu_us_per_job = d.cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(1, d.drained));
+  f.pg_cpu_us_per_job =
+      d.pg_cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(1, d.drained));
   f.submit_p50_ms = Percentile(d.submit_ms, 0.5);
   f.submit_p99_ms = Percentile(d.submit_ms, 0.99);
   f.submits = static_cast<int64_t>(d.submit_ms.size());
@@ -315,12 +330,12 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.flush_ms = d.writer.flush_s * 1000 / std::max(1.0, d.writer.flushes);
 }
 
-Figures Run(int jobs, int tenants, int rounds, const Options& o) {
+Figures Run(int jobs, int tenants, int rounds, const std::string& db_uri, const Options& o) {
   Figures f;
   f.jobs = jobs;
   f.tenants = tenants;
   sluice::testing::TempDir dir;
-  const std::string db = dir.path() + "/scale.db";
+  const std::string db = db_uri.empty() ? dir.path() + "/scale.db" : db_uri;
   std::string work;
   {
     ServerProcess server = Start(db);
@@ -363,6 +378,7 @@ json ToJson(const Figures& f) {
           {"lease_p99_ms", f.lease_p99_ms},
           {"drained_per_s", f.drained_per_s},
           {"cpu_us_per_job", f.cpu_us_per_job},
+          {"pg_cpu_us_per_job", f.pg_cpu_us_per_job},
           {"submit_p50_ms", f.submit_p50_ms},
           {"submit_p99_ms", f.submit_p99_ms},
           {"submits", f.submits},
@@ -390,10 +406,13 @@ int main(int argc, char** argv) {
   cli.add_option("--drain-s", o.drain_s)->check(CLI::PositiveNumber);
   cli.add_option("--submit-rate", o.submit_rate)->check(CLI::PositiveNumber);
   cli.add_option("--small-rounds", o.small_rounds)->check(CLI::PositiveNumber);
+  cli.add_option("--db-small", o.db_small, "sluiced --db for the small backlog (a fresh one)");
+  cli.add_option("--db-large", o.db_large, "sluiced --db for the large backlog (a fresh one)");
+  cli.add_option("--pg-pid", o.pg_pid, "PostgreSQL's postmaster: its CPU is reported too");
   CLI11_PARSE(cli, argc, argv);
 
-  const Figures small = Run(o.small_jobs, o.small_tenants, o.small_rounds, o);
-  const Figures large = Run(o.jobs, o.tenants, 1, o);
+  const Figures small = Run(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o);
+  const Figures large = Run(o.jobs, o.tenants, 1, o.db_large, o);
   std::printf("%-34s %14s %14s %8s\n", "", "small", "large", "ratio");
   auto row = [](const char* what, double a, double b) {
     std::printf("%-34s %14.2f %14.2f %8.2f\n", what, a, b, a > 0 ? b / a : 0);
@@ -409,12 +428,17 @@ int main(int argc, char** argv) {
               (std::to_string(large.drained) + "/" + std::to_string(large.drain_rounds)).c_str());
   row("drain jobs/s", small.drained_per_s, large.drained_per_s);
   row("sluiced CPU us per job drained", small.cpu_us_per_job, large.cpu_us_per_job);
+  if (o.pg_pid > 0) {
+    row("PostgreSQL CPU us per job drained", small.pg_cpu_us_per_job, large.pg_cpu_us_per_job);
+  }
   row("submit p50 ms while draining", small.submit_p50_ms, large.submit_p50_ms);
   row("submit p99 ms while draining", small.submit_p99_ms, large.submit_p99_ms);
-  row("commits/s while draining", small.commits_per_s, large.commits_per_s);
-  row("operations per commit", small.ops_per_commit, large.ops_per_commit);
-  row("COMMIT ms (mean)", small.commit_ms, large.commit_ms);
-  row("WAL flush ms (mean)", small.flush_ms, large.flush_ms);
+  if (small.commits_per_s > 0 || large.commits_per_s > 0) {  // the SQLite writer's metrics
+    row("commits/s while draining", small.commits_per_s, large.commits_per_s);
+    row("operations per commit", small.ops_per_commit, large.ops_per_commit);
+    row("COMMIT ms (mean)", small.commit_ms, large.commit_ms);
+    row("WAL flush ms (mean)", small.flush_ms, large.flush_ms);
+  }
   row("RSS MiB filled", small.rss_mib, large.rss_mib);
   row("RSS MiB peak", small.hwm_mib, large.hwm_mib);
   row("restart to first lease s", small.restart_s, large.restart_s);

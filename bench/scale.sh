@@ -5,7 +5,9 @@
 # jobs over 10k tenants. Prints the table; raw output: var/bench/scale-<stamp>.txt.
 #
 # Usage: bench/scale.sh [sluice-bench-scale flags]    (about a minute with the defaults)
-#   env: BUILD_DIR (build).
+#   env: BUILD_DIR (build); DRIVER (sqlite, or postgres: a private PostgreSQL 15 cluster
+#        on this disk with default settings, a fresh database for each backlog, and its
+#        CPU reported beside sluiced's); PGBIN (/usr/lib/postgresql/15/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -16,5 +18,22 @@ bench_outputs scale
 REV="$(tree_rev . ':!bench' ':!docs' ':!README.md')"
 echo "==> building sluice-bench-scale in $BUILD_DIR (working tree of $REV)"
 build_targets scripts/setup.sh "$BUILD_DIR" sluice-bench-scale sluiced
-"$ROOT/$BUILD_DIR/bench/sluice-bench-scale" "$@" | tee "$PREFIX.txt"
+DRIVER="${DRIVER:-sqlite}"
+args=()
+if [ "$DRIVER" = postgres ]; then
+  PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+  PGDIR=""
+  trap stop_postgres EXIT
+  require_pg_tools
+  start_postgres "$ROOT/$OUT"
+  new_database
+  args+=(--db-small "$PG_URI")
+  new_database
+  args+=(--db-large "$PG_URI" --pg-pid "$PM_PID")
+elif [ "$DRIVER" != sqlite ]; then
+  echo "DRIVER must be sqlite or postgres" >&2
+  exit 2
+fi
+echo "==> driver: $DRIVER"
+"$ROOT/$BUILD_DIR/bench/sluice-bench-scale" "${args[@]}" "$@" | tee "$PREFIX.txt"
 echo "(revision $REV)"
