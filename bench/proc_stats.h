@@ -10,8 +10,9 @@
 
 namespace sluice::bench {
 
-// utime + stime of a process, all threads, in seconds (0 once it is gone).
-inline double CpuSeconds(pid_t pid) {
+// Clock ticks of /proc/<pid>/stat: utime + stime (all threads), plus cutime + cstime
+// (the children it reaped) when `reaped`; 0 once the process is gone.
+inline long long StatTicks(pid_t pid, bool reaped) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t close = text.rfind(')');
@@ -19,35 +20,29 @@ inline double CpuSeconds(pid_t pid) {
   std::istringstream rest(text.substr(close + 2));
   std::string field;
   long long ticks = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stoll(field);
+  for (int i = 3; i <= 17 && rest >> field; ++i) {
+    if (i == 14 || i == 15 || (reaped && (i == 16 || i == 17))) ticks += std::stoll(field);
   }
+  return ticks;
+}
+
+inline double TicksToSeconds(long long ticks) {
   return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
+
+// utime + stime of a process, all threads, in seconds (0 once it is gone).
+inline double CpuSeconds(pid_t pid) { return TicksToSeconds(StatTicks(pid, false)); }
 
 // CPU seconds of a process and its children: its own utime + stime, what it reaped
 // (cutime + cstime), and the utime + stime of its live children (a PostgreSQL
 // postmaster and its backends). A child that exits between two readings moves from the
 // live sum into the reaped one, so a difference of readings is what the tree spent.
 inline double TreeCpuSeconds(pid_t pid) {
-  auto ticks = [](pid_t p, bool reaped) {
-    std::ifstream in("/proc/" + std::to_string(p) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close == std::string::npos) return 0LL;
-    std::istringstream rest(text.substr(close + 2));
-    std::string field;
-    long long t = 0;
-    for (int i = 3; i <= 17 && rest >> field; ++i) {
-      if (i == 14 || i == 15 || (reaped && (i == 16 || i == 17))) t += std::stoll(field);
-    }
-    return t;
-  };
-  long long total = ticks(pid, true);
+  long long total = StatTicks(pid, true);
   std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
                          "/children");
-  for (pid_t child; children >> child;) total += ticks(child, false);
-  return static_cast<double>(total) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  for (pid_t child; children >> child;) total += StatTicks(child, false);
+  return TicksToSeconds(total);
 }
 
 // A "kB" field of /proc/<pid>/status (VmRSS, VmHWM), in MiB; 0 if missing.

@@ -203,16 +203,23 @@ void MeasureLeases(const ServerProcess& server, const std::string& work, int sam
   f.lease_p99_ms = Percentile(ms, 0.99);
 }
 
-// What the drains of one backlog added up to: only the time, CPU and submits while
-// workers drained count (not the refills between rounds).
 // The writer's counters from /metrics (sums and counts of its histograms).
 struct WriterStats {
   double commits = 0, operations = 0, commit_s = 0, flushes = 0, flush_s = 0;
+
+  // Adds what happened between two scrapes.
+  void AddSince(const WriterStats& before, const WriterStats& after) {
+    commits += after.commits - before.commits;
+    operations += after.operations - before.operations;
+    commit_s += after.commit_s - before.commit_s;
+    flushes += after.flushes - before.flushes;
+    flush_s += after.flush_s - before.flush_s;
+  }
 };
 
 WriterStats ScrapeWriter(const ServerProcess& server) {
   auto http = server.Client(kAdmin);
-  auto r = http->Get("/metrics", {{"Authorization", "Bearer " + std::string(kAdmin)}});
+  auto r = http->Get("/metrics", Bearer(kAdmin));
   WriterStats w;
   if (!r || r->status != 200) return w;
   std::istringstream in(r->body);
@@ -230,6 +237,8 @@ WriterStats ScrapeWriter(const ServerProcess& server) {
   return w;
 }
 
+// What the drains of one backlog added up to: only the time, CPU and submits while
+// workers drained count (not the refills between rounds).
 struct Drain {
   int64_t drained = 0;
   double seconds = 0, cpu_seconds = 0, pg_cpu_seconds = 0;
@@ -290,12 +299,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   const double pg_after = o.pg_pid > 0 ? TreeCpuSeconds(o.pg_pid) : 0;
   stop = true;
   submitter.join();
-  const WriterStats writer_after = ScrapeWriter(server);
-  d.writer.commits += writer_after.commits - writer_before.commits;
-  d.writer.operations += writer_after.operations - writer_before.operations;
-  d.writer.commit_s += writer_after.commit_s - writer_before.commit_s;
-  d.writer.flushes += writer_after.flushes - writer_before.flushes;
-  d.writer.flush_s += writer_after.flush_s - writer_before.flush_s;
+  d.writer.AddSince(writer_before, ScrapeWriter(server));
   d.drained += drained.load();
   d.seconds += s;
   d.cpu_seconds += cpu_after - cpu_before;
