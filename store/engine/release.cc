@@ -19,8 +19,12 @@ namespace {
 // latest of their release times).
 constexpr Micros kCoalesceMicros = 1000;
 
-// Buckets read per page of a queue's release index.
-constexpr int64_t kIndexPage = 64;
+// Buckets read per page of a queue's release index: what the pass may hand out and a
+// few more, at most 64. Each bucket read costs a lookup of its head job (a page of the
+// jobs table that, at a million queued, is rarely in the cache), so a pass for one job
+// reads 9 rather than 64 (bench/scale, 1M jobs over 10k tenants: lease p50 0.58 -> 0.43
+// ms, 100 -> 93 µs of CPU per job drained; one run each).
+int64_t IndexPage(int64_t want) { return std::clamp<int64_t>(want + 8, 1, 64); }
 
 // What a transaction's passes did to a bucket they read: its releases (counters applied
 // once at the end, in (queue, tenant) byte order: the order admissions take bucket rows
@@ -95,6 +99,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
                 Micros now, Micros horizon, ReleasedCounters& released) {
   int64_t want = 0;  // the most this pass can hand out
   for (const LeaseRequest* req : reqs) want += std::max<int64_t>(0, req->max_jobs);
+  const int64_t index_page = IndexPage(want);
   std::vector<QueueInfo> queues;
   std::vector<QueueView> qviews;
   std::vector<BucketView> bviews;
@@ -135,7 +140,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
   };
   std::vector<std::optional<Micros>> next_available;  // by queue
   auto read_page = [&](IndexCursor& c, std::vector<ReadyBucketRow> rows) {
-    c.exhausted = static_cast<int64_t>(rows.size()) < kIndexPage;
+    c.exhausted = static_cast<int64_t>(rows.size()) < index_page;
     if (!rows.empty()) {
       c.last_ready = rows.back().ready_at;
       c.last_tenant = rows.back().tenant;
@@ -150,7 +155,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     // A queue at its cap or paused releases nothing: its index is not read.
     const int64_t cap = q.policy.max_inflight;
     ReleaseInputs in =
-        tx.ReadForRelease(name, now, kIndexPage, !q.paused && want > 0, /*stats=*/cap > 0);
+        tx.ReadForRelease(name, now, index_page, !q.paused && want > 0, /*stats=*/cap > 0);
     QueueView qv;
     qv.leased = in.stats.leased;
     for (auto it = released.lower_bound({name, ""});
@@ -211,7 +216,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     for (IndexCursor& c : cursors) {
       if (c.exhausted || c.last_ready >= before) continue;
       read_page(
-          c, tx.ReadyBuckets(queues[c.queue].name, now, c.last_ready, c.last_tenant, kIndexPage));
+          c, tx.ReadyBuckets(queues[c.queue].name, now, c.last_ready, c.last_tenant, index_page));
       more = true;
     }
     return more;

@@ -1,6 +1,19 @@
 #include "store/sqlite/checkpointer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 namespace sluice {
+namespace {
+
+// Background passes stop once at most this many frames are left for the writer to copy
+// (about one commit at a million queued jobs), or after kMaxPasses passes.
+constexpr int kTailFrames = 64;
+constexpr int kMaxPasses = 8;
+
+}  // namespace
 
 Checkpointer::Checkpointer(const std::string& path, sqlite::Db& writer_db, int wal_pages)
     : path_(path), wal_pages_(wal_pages) {
@@ -16,10 +29,12 @@ Checkpointer::~Checkpointer() {
   }
   cv_.notify_all();
   thread_.join();
+  if (db_fd_ >= 0) ::close(db_fd_);
 }
 
 int Checkpointer::WalHook(void* self, sqlite3* db, const char* name, int pages) {
   auto* c = static_cast<Checkpointer*>(self);
+  c->wal_frames_.store(pages, std::memory_order_relaxed);
   if (c->tail_wanted_.exchange(false, std::memory_order_relaxed)) {
     // Copies what the background checkpoint left (it flushes the WAL first, then the
     // database). Readers still on old frames may keep the WAL from starting over; the
@@ -45,6 +60,20 @@ int Checkpointer::WalHook(void* self, sqlite3* db, const char* name, int pages) 
   return SQLITE_OK;
 }
 
+bool Checkpointer::FlushDatabase(sqlite::Db& db) {
+  if (db_fd_ < 0) {
+    const char* file = sqlite3_db_filename(db.raw(), "main");  // the file, not the URI
+    if (file == nullptr || *file == '\0') return false;
+    db_fd_ = ::open(file, O_RDONLY | O_CLOEXEC);
+  }
+  if (db_fd_ < 0) return false;
+  int rc;
+  do {
+    rc = ::fdatasync(db_fd_);
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0;
+}
+
 void Checkpointer::Loop() {
   std::unique_ptr<sqlite::Db> db;
   for (;;) {
@@ -56,14 +85,27 @@ void Checkpointer::Loop() {
     }
     try {
       if (!db) db = std::make_unique<sqlite::Db>(path_, "FULL", 1000);
-      int log = 0;
+      // A pass copies the frames there when it began; the writer appends meanwhile, so
+      // pass again until what is left is a short tail.
       int copied = 0;
-      int rc =
-          sqlite3_wal_checkpoint_v2(db->raw(), "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+      int rc = SQLITE_OK;
+      for (int pass = 0; pass < kMaxPasses; ++pass) {
+        int log = 0;
+        rc = sqlite3_wal_checkpoint_v2(db->raw(), "main", SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+        if (rc != SQLITE_OK) break;
+        if (wal_frames_.load(std::memory_order_relaxed) - copied <= kTailFrames) break;
+      }
       if (rc != SQLITE_OK && rc != SQLITE_BUSY) throw sqlite::SqliteError(rc, "checkpoint");
-      // `log` is the WAL as it was when the checkpoint began: the writer has gone on
-      // appending since, so the writer copies the rest (see the header).
-      if (rc == SQLITE_OK && copied > 0) tail_wanted_.store(true, std::memory_order_relaxed);
+      // SQLite flushes the database file in a checkpoint only when that checkpoint
+      // copies the whole WAL, which under steady commits only the writer's tail does:
+      // that flush would then write out every page these passes copied, with the writer
+      // waiting. Flush them here instead, so the tail's flush has only the tail's pages
+      // (should this flush fail, the tail's reports it: SQLite syncs there all the same).
+      // The writer has gone on appending since: it copies the rest (see the header).
+      if (rc == SQLITE_OK && copied > 0) {
+        (void)FlushDatabase(*db);
+        tail_wanted_.store(true, std::memory_order_relaxed);
+      }
     } catch (const sqlite::SqliteError&) {
       db.reset();  // storage trouble: try again on the next request
     }

@@ -7,9 +7,11 @@
 // the frames that were there when it began, and by its end the writer has appended
 // more. SQLite starts the WAL over from its beginning only once every frame has been
 // copied, so the file would grow without end (and appending to a growing file costs far
-// more than overwriting one: new pages, new blocks, a new size to flush). So once a
-// background checkpoint has copied most of the WAL, the writer copies the rest itself,
-// after its next commit: a few frames, and its next transaction starts the WAL over.
+// more than overwriting one: new pages, new blocks, a new size to flush). So this
+// thread passes again until only a short tail is left, flushes the database file
+// itself (SQLite does so only in a checkpoint that copies the whole WAL), and then the
+// writer copies the rest after its next commit: a few frames and a short flush, and its
+// next transaction starts the WAL over.
 // Thread-safe: the WAL hook runs inside the writer connection's COMMIT, under the
 // writer's lock (whichever thread commits).
 #pragma once
@@ -36,16 +38,19 @@ class Checkpointer {
  private:
   static int WalHook(void* self, sqlite3* db, const char* name, int pages);
   void Loop();
+  bool FlushDatabase(sqlite::Db& db);  // fdatasync of db's file; thread_ only
 
   std::string path_;
   const int wal_pages_;
   // A background checkpoint left frames behind: the writer copies them (see above).
   std::atomic<bool> tail_wanted_{false};
-  int pages_at_request_ = 0;  // WAL length at the last request (in the WAL hook only)
+  std::atomic<int> wal_frames_{0};  // the WAL's length after the writer's last commit
+  int pages_at_request_ = 0;        // WAL length at the last request (in the WAL hook only)
   std::mutex mu_;
   std::condition_variable cv_;
   bool wanted_ = false;    // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
+  int db_fd_ = -1;         // the database file, for FlushDatabase; thread_ only
   std::thread thread_;
 };
 
