@@ -23,7 +23,7 @@
 // JSON object.
 //
 // Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
-//          [--small-tenants 1000] [--samples 300] [--workers 8] [--drain-s 10]
+//          [--small-tenants 1000] [--samples 900] [--workers 8] [--drain-s 10]
 //          [--submit-rate 200] [--small-rounds 30] [--db-small URI --db-large URI]
 //          [--pg-pid PID]
 // With --db-small and --db-large (two fresh PostgreSQL databases, say; bench/scale.sh
@@ -74,7 +74,7 @@ double Percentile(std::vector<double> v, double p) {
 
 struct Options {
   int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
-  int samples = 300, workers = 8, submit_rate = 200, small_rounds = 30;
+  int samples = 900, workers = 8, submit_rate = 200, small_rounds = 30;
   double drain_s = 10;
   // Databases (sluiced --db): empty, a fresh SQLite file each; else e.g. two fresh
   // PostgreSQL databases. pg_pid: the PostgreSQL postmaster, whose tree's CPU is
@@ -414,6 +414,11 @@ int main(int argc, char** argv) {
   cli.add_option("--db-large", o.db_large, "sluiced --db for the large backlog (a fresh one)");
   cli.add_option("--pg-pid", o.pg_pid, "PostgreSQL's postmaster: its CPU is reported too");
   CLI11_PARSE(cli, argc, argv);
+  // Each sample leases a job and completes it: the small backlog must outlast them.
+  if (o.samples >= o.small_jobs || o.samples >= o.jobs) {
+    std::fprintf(stderr, "--samples must be below --small-jobs and --jobs\n");
+    return 2;
+  }
 
   const Figures small = Run(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o);
   const Figures large = Run(o.jobs, o.tenants, 1, o.db_large, o);
