@@ -60,18 +60,15 @@ int Checkpointer::WalHook(void* self, sqlite3* db, const char* name, int pages) 
   return SQLITE_OK;
 }
 
-bool Checkpointer::FlushDatabase(sqlite::Db& db) {
+void Checkpointer::FlushDatabase(sqlite::Db& db) {
   if (db_fd_ < 0) {
     const char* file = sqlite3_db_filename(db.raw(), "main");  // the file, not the URI
-    if (file == nullptr || *file == '\0') return false;
+    if (file == nullptr || *file == '\0') return;
     db_fd_ = ::open(file, O_RDONLY | O_CLOEXEC);
+    if (db_fd_ < 0) return;
   }
-  if (db_fd_ < 0) return false;
-  int rc;
-  do {
-    rc = ::fdatasync(db_fd_);
-  } while (rc != 0 && errno == EINTR);
-  return rc == 0;
+  while (::fdatasync(db_fd_) != 0 && errno == EINTR) {
+  }
 }
 
 void Checkpointer::Loop() {
@@ -103,7 +100,7 @@ void Checkpointer::Loop() {
       // (should this flush fail, the tail's reports it: SQLite syncs there all the same).
       // The writer has gone on appending since: it copies the rest (see the header).
       if (rc == SQLITE_OK && copied > 0) {
-        (void)FlushDatabase(*db);
+        FlushDatabase(*db);
         tail_wanted_.store(true, std::memory_order_relaxed);
       }
     } catch (const sqlite::SqliteError&) {

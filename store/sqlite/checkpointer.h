@@ -38,7 +38,8 @@ class Checkpointer {
  private:
   static int WalHook(void* self, sqlite3* db, const char* name, int pages);
   void Loop();
-  bool FlushDatabase(sqlite::Db& db);  // fdatasync of db's file; thread_ only
+  // fdatasync of db's file, best effort (the tail's own flush reports a failure).
+  void FlushDatabase(sqlite::Db& db);  // thread_ only
 
   std::string path_;
   const int wal_pages_;
