@@ -21,6 +21,7 @@
 #include "common/utf8.h"
 #include "server/log.h"
 #include "server/request_reader.h"
+#include "server/wire_response.h"
 
 namespace sluice {
 
@@ -88,18 +89,21 @@ class Session : public std::enable_shared_from_this<Session> {
                           });
   }
 
-  // Any thread: `fill` runs on this connection's strand, never on the caller's thread.
+  // Any thread but this connection's strand: `fill` runs on the strand, at once if the
+  // caller runs on an I/O thread and the strand is free (a completion: no extra hop
+  // through the scheduler), else queued to it.
   void Later(std::function<void(HttpResponse&)> fill) {
-    boost::asio::post(stream_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
-      HttpResponse res;
-      try {
-        fill(res);
-      } catch (...) {
-        LogCaughtException(self->req_.request_id, "rendering a completion");
-        res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
-      }
-      self->Write(std::move(res));
-    });
+    boost::asio::dispatch(
+        stream_.get_executor(), [self = shared_from_this(), fill = std::move(fill)] {
+          HttpResponse res;
+          try {
+            fill(res);
+          } catch (...) {
+            LogCaughtException(self->req_.request_id, "rendering a completion");
+            res = self->ErrorResponse(MakeError(ErrorCode::kInternal, "internal error"));
+          }
+          self->Write(std::move(res));
+        });
   }
 
   // Any thread: closes the connection now if no request is in progress.
@@ -147,6 +151,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void ReadBody() {
     if (parser_->is_done()) return Handle();
+    // A small request's body usually came with its header: parse what is buffered now,
+    // rather than through another asynchronous read (a timer and a hop through the
+    // scheduler) that would find it there.
+    if (buffer_.size() > 0) {
+      beast::error_code ec;
+      buffer_.consume(parser_->put(buffer_.data(), ec));
+      if (ec && ec != http::error::need_more) return ReadFailed(ec);
+      if (parser_->is_done()) return Handle();
+    }
     stream_.expires_after(server_.options_.io_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -355,28 +368,20 @@ class Session : public std::enable_shared_from_this<Session> {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
       }
     }
-    res_ = {};
-    res_.version(11);
-    res_.result(static_cast<unsigned>(res.status));
-    if (!res.content_type.empty()) res_.set(http::field::content_type, res.content_type);
-    for (auto& [name, value] : res.headers) res_.insert(name, value);
-    res_.body() = std::move(res.body);
     const bool close = !keep_alive_ || server_.stopping_;
-    res_.keep_alive(!close);
-    res_.prepare_payload();
-    if (head_) res_.body().clear();  // HEAD: GET's headers (Content-Length too), no body
+    WireResponse(res, close, head_, &out_);
     stream_.expires_after(server_.options_.io_timeout);
-    http::async_write(stream_, res_,
-                      [self = shared_from_this(), close](beast::error_code ec, size_t) {
-                        self->busy_ = false;
-                        self->work_.reset();
-                        if (ec) return self->Close();
-                        // The client may still be sending a request we refused (too
-                        // large, malformed): read it away before closing, or it would
-                        // get a reset instead of our answer.
-                        if (close) return self->LingeringClose();
-                        self->ReadNext();
-                      });
+    boost::asio::async_write(stream_, boost::asio::buffer(out_),
+                             [self = shared_from_this(), close](beast::error_code ec, size_t) {
+                               self->busy_ = false;
+                               self->work_.reset();
+                               if (ec) return self->Close();
+                               // The client may still be sending a request we refused (too
+                               // large, malformed): read it away before closing, or it would
+                               // get a reset instead of our answer.
+                               if (close) return self->LingeringClose();
+                               self->ReadNext();
+                             });
   }
 
   // Stops sending, then discards what the peer still sends (bounded in bytes and time)
@@ -410,7 +415,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest req_;  // valid from Handle() until its response is written
-  http::response<http::string_body> res_;
+  std::string out_;  // the response on the wire, while it is written
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::string remote_addr_;
   ClientIp peer_client_;       // the peer as a client (set once)
@@ -478,11 +483,7 @@ HttpServer::HttpServer(boost::asio::io_context& io, HttpServerOptions options, R
   on_error_(MakeError(ErrorCode::kTooManyConnections,
                       "the server has too many open connections; retry shortly"),
             r);
-  refusal_ = "HTTP/1.1 " + std::to_string(r.status) + " Service Unavailable\r\n";
-  for (const auto& [name, value] : r.headers) refusal_ += name + ": " + value + "\r\n";
-  refusal_ += "Content-Type: " + r.content_type +
-              "\r\nContent-Length: " + std::to_string(r.body.size()) +
-              "\r\nConnection: close\r\n\r\n" + r.body;
+  WireResponse(r, /*close=*/true, /*head=*/false, &refusal_);
 }
 
 HttpServer::~HttpServer() {
