@@ -27,9 +27,11 @@ class Reply {
   explicit Reply(std::shared_ptr<Session> session);
 
   void Send(HttpResponse res) const;
-  // Runs `fill` on the connection's own executor (not the caller's thread), then sends
-  // the response it filled. For completions of asynchronous work that arrive on a
-  // thread which must not spend time rendering (the store's writer).
+  // Runs `fill` on the connection's own strand, then sends the response it filled. For
+  // completions of asynchronous work: one delivered to the server's I/O threads (the
+  // store's commits are) renders there at once when the connection's strand is free;
+  // from any other thread (the writer's, the dispatcher's) it is queued to the strand,
+  // so such a thread never spends time rendering.
   void Later(std::function<void(HttpResponse&)> fill) const;
   // Whether the client has hung up while its request waited (any thread).
   bool PeerGone() const;
