@@ -51,6 +51,7 @@ struct HttpServerOptions {
   int handler_threads = 16;  // threads running blocking handlers
   size_t max_body_bytes = 1 << 20;
   size_t max_header_bytes = 16 << 10;
+  // Enforced to within HttpServer::kSweepPeriod (250 ms).
   std::chrono::seconds keep_alive_timeout{5};  // idle time before a connection closes
   std::chrono::seconds io_timeout{60};         // longest read of one request or write
   // Open connections served at once; a connection beyond it is answered 503 and closed
@@ -102,6 +103,10 @@ class HttpServer {
   // accept() failed for want of descriptors: gives up the spare one to accept and
   // refuse a waiting connection; with none waiting (or no spare), looks again in 50 ms.
   void OnDescriptorsExhausted();
+  // Every kSweepPeriod: closes the connections whose read or write is past its deadline
+  // (a keep-alive left idle, a request or response that trickles).
+  void Sweep();
+  static constexpr std::chrono::milliseconds kSweepPeriod{250};
 
   HttpServerOptions options_;
   Router router_;
@@ -117,6 +122,7 @@ class HttpServer {
   std::string refusal_;  // the raw 503 a refused connection gets (built once)
   int spare_fd_ = -1;    // a descriptor held back for OnDescriptorsExhausted (accept chain only)
   boost::asio::steady_timer accept_pause_;
+  boost::asio::steady_timer sweep_;
   mutable std::mutex mu_;
   uint64_t next_id_ = 0;                                       // guarded by mu_
   std::unordered_map<uint64_t, std::weak_ptr<Session>> live_;  // guarded by mu_

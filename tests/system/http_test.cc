@@ -1,11 +1,13 @@
 // The HTTP transport of the real sluiced: unknown routes and verbs, pipelined requests,
-// oversized and malformed requests, and long-polls whose client hangs up.
+// oversized and malformed requests, idle and trickling connections, and long-polls whose
+// client hangs up.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <string>
 
@@ -45,6 +47,18 @@ class RawConnection {
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) return got;
       got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // Waits up to `seconds` for the peer to close, discarding what it sends; whether it
+  // closed (rather than the wait running out).
+  bool ClosedByPeerWithin(int seconds) {
+    timeval tv{seconds, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
     }
   }
   void Close() {
@@ -117,6 +131,28 @@ TEST_CASE("http: a body over the limit is refused with 413 before it is read") {
   std::string got = c.ReadUntil("\"error\"", 1);
   CHECK(got.rfind("HTTP/1.1 413", 0) == 0);
   CHECK(got.find("payload_too_large") != std::string::npos);
+}
+
+// sluiced's keep-alive timeout is 5 s (server/http_server.h), enforced within 250 ms.
+TEST_CASE("http: an idle keep-alive connection is closed after the keep-alive timeout") {
+  Fixture f;
+  RawConnection c(f.server.port());
+  c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(c.ReadUntil("HTTP/1.1 200", 1).find("HTTP/1.1 200") != std::string::npos);
+  const auto idle_from = std::chrono::steady_clock::now();
+  REQUIRE(c.ClosedByPeerWithin(15));
+  // Not before its time: closing a connection that is merely between requests early
+  // would break keep-alive for every client.
+  CHECK(std::chrono::steady_clock::now() - idle_from >= std::chrono::milliseconds(4500));
+}
+
+TEST_CASE("http: a request whose header never ends is closed, not held (slow loris)") {
+  Fixture f;
+  RawConnection c(f.server.port());
+  c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+  REQUIRE(c.ClosedByPeerWithin(15));
+  // The server still serves others.
+  CHECK(Call(*f.http, "GET", "/healthz").status == 200);
 }
 
 TEST_CASE("http: a long-poll whose client hung up is not handed a job") {
