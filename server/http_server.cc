@@ -178,8 +178,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void ReadBody() {
     if (parser_->is_done()) return Handle();
     // A small request's body usually came with its header: parse what is buffered now,
-    // rather than through another asynchronous read (a timer and a hop through the
-    // scheduler) that would find it there.
+    // rather than through another asynchronous read (a hop through the scheduler) that
+    // would find it there.
     if (buffer_.size() > 0) {
       beast::error_code ec;
       buffer_.consume(parser_->put(buffer_.data(), ec));
