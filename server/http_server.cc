@@ -29,6 +29,11 @@ namespace sluice {
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = boost::asio::ip::tcp;
+// A connection's socket runs on its own strand, named by type rather than erased into
+// any_io_executor: each asynchronous operation then dispatches through the strand
+// directly, without the type-erased executor's copies and reference counts.
+using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+using Socket = tcp::socket::rebind_executor<Strand>::other;
 
 namespace {
 
@@ -60,7 +65,7 @@ int64_t SteadyNanos() {
 // except where a method says "any thread".
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(HttpServer& server, tcp::socket socket, uint64_t id)
+  Session(HttpServer& server, Socket socket, uint64_t id)
       : server_(server), socket_(std::move(socket)), id_(id) {
     beast::error_code ec;
     auto remote = socket_.remote_endpoint(ec);
@@ -435,7 +440,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   HttpServer& server_;
-  tcp::socket socket_;
+  Socket socket_;
   // When the connection's current read or write must have ended (steady clock, ns since
   // its epoch), else kNoDeadline; written on the strand, read by the server's sweep.
   std::atomic<int64_t> deadline_{kNoDeadline};
@@ -558,33 +563,32 @@ void HttpServer::Sweep() {
 }
 
 void HttpServer::Accept() {
-  acceptor_.async_accept(
-      boost::asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
-        if (stopping_ || !acceptor_.is_open()) return;
-        if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
-            ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
-          return OnDescriptorsExhausted();
+  acceptor_.async_accept(Strand(io_.get_executor()), [this](beast::error_code ec, Socket socket) {
+    if (stopping_ || !acceptor_.is_open()) return;
+    if (ec == boost::asio::error::no_descriptors || ec.value() == ENFILE ||
+        ec == boost::asio::error::no_buffer_space || ec == boost::asio::error::no_memory) {
+      return OnDescriptorsExhausted();
+    }
+    if (!ec) {
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::shared_ptr<Session> session;
+      {
+        std::lock_guard lock(mu_);
+        if (live_.size() < options_.max_connections) {
+          const uint64_t id = next_id_++;
+          session = std::make_shared<Session>(*this, std::move(socket), id);
+          live_.emplace(id, session);
         }
-        if (!ec) {
-          beast::error_code ignored;
-          socket.set_option(tcp::no_delay(true), ignored);
-          std::shared_ptr<Session> session;
-          {
-            std::lock_guard lock(mu_);
-            if (live_.size() < options_.max_connections) {
-              const uint64_t id = next_id_++;
-              session = std::make_shared<Session>(*this, std::move(socket), id);
-              live_.emplace(id, session);
-            }
-          }
-          if (session) {
-            session->Start();
-          } else {
-            Refuse(socket.release(ignored));
-          }
-        }
-        Accept();
-      });
+      }
+      if (session) {
+        session->Start();
+      } else {
+        Refuse(socket.release(ignored));
+      }
+    }
+    Accept();
+  });
 }
 
 void HttpServer::Refuse(int fd) {
