@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_tx.h"
 
+#include <map>
+
 #include "store/engine/token_text.h"
 #include "store/sql_files.h"
 
@@ -239,6 +241,17 @@ void SqliteTx::BucketLeaseEnded(const std::string& queue, const std::string& ten
   db_.Prepare(sql_.bucket_lease_ended)
       .BindAll(queue, tenant, Flag(end.succeeded), Flag(end.failed), Flag(end.timed_out))
       .Exec();
+}
+
+void SqliteTx::BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) {
+  // A batch of acks usually holds a few buckets' jobs, interleaved.
+  std::map<std::pair<std::string_view, std::string_view>, int64_t> ended;
+  for (const JobRecord* j : jobs) ++ended[{j->queue, j->tenant}];
+  for (const auto& [bucket, n] : ended) {
+    db_.Prepare(sql_.bucket_leases_succeeded)
+        .BindAll(std::string(bucket.first), std::string(bucket.second), n)
+        .Exec();
+  }
 }
 
 void SqliteTx::BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,

@@ -22,8 +22,9 @@ namespace sluice {
   X(set_paused)                                                                                    \
   X(queue_busy)                                                                                    \
   X(delete_queue)                                                                                  \
-  X(select_bucket) X(list_buckets) X(ready_buckets) X(bucket_heads_after) X(backlog_buckets)       \
-      X(backlog_jobs) X(bucket_admitted) X(bucket_released) X(bucket_lease_ended)                  \
+  X(select_bucket)                                                                                 \
+  X(list_buckets) X(ready_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs)        \
+      X(bucket_admitted) X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded)       \
           X(bucket_requeued) X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(select_job) \
               X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)           \
                   X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat)     \
@@ -79,6 +80,8 @@ class SqliteTx final : public Tx {
   void DirtyQueueBuckets(const std::string& queue) override;
   void BucketReleased(const std::string& queue, const BucketRelease& r) override;
   void BucketLeaseEnded(const std::string& queue, const std::string& tenant, LeaseEnd end) override;
+  // One statement per bucket, not per job.
+  void BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) override;
   void BucketRequeued(const std::string& queue, const std::string& tenant, int64_t cost,
                       bool timed_out) override;
   void BucketDequeued(const std::string& queue, const std::string& tenant, int64_t cost,

@@ -116,6 +116,43 @@ TEST_CASE("AckMany: a mixed batch gives each ack its own result; a lost one chan
   CHECK(bucket.totals.succeeded == 2);
 }
 
+// A batch's successes are counted per bucket (one change per bucket, not per job, on
+// SQLite): interleaved jobs of several buckets each end in their own bucket, and a lease
+// lost in the middle of a run counts for none.
+TEST_CASE("AckMany: successes of interleaved buckets each end their own bucket's leases",
+          "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(1'000'000);
+  p.bucket.burst = 8;
+  f.PutQueue("export", p);
+  for (const char* tenant : {"acme", "globex", "acme", "initech", "globex", "acme"}) {
+    f.Admit("export", tenant);
+  }
+  LeaseOutcome out = f.Lease({"export"}, 6);
+  REQUIRE(out.jobs.size() == 6);
+  std::vector<AckItem> acks;
+  for (const JobRecord& j : out.jobs) acks.push_back(Succeeded(j));
+  acks[2].lease_id = "lse_not_mine";  // one lost in the middle of the run
+  const std::string lost_tenant = out.jobs[2].tenant;
+  auto results = AckMany(f, acks);
+  for (size_t i = 0; i < results.size(); ++i) CHECK(results[i].ok() == (i != 2));
+
+  for (const char* tenant : {"acme", "globex", "initech"}) {
+    int64_t admitted = 0;
+    for (const JobRecord& j : out.jobs) admitted += j.tenant == tenant;
+    const int64_t still = lost_tenant == tenant ? 1 : 0;
+    BucketInfo bucket = f.Bucket("export", tenant);
+    INFO(tenant);
+    CHECK(bucket.leased == still);
+    CHECK(bucket.totals.released == admitted);
+    CHECK(bucket.totals.succeeded == admitted - still);
+  }
+  auto q = f.store().GetQueue("export");
+  REQUIRE(q.ok());
+  CHECK(q.value().stats.leased == 1);
+  CHECK(q.value().stats.totals.succeeded == 5);
+}
+
 TEST_CASE("AckMany: a batch of lost acks commits nothing, and is no error as a whole", "[store]") {
   StoreFixture f;
   f.PutQueue("export", MakePolicy(1'000'000));

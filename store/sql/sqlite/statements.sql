@@ -104,6 +104,12 @@ UPDATE buckets SET leased = leased - 1, succeeded_total = succeeded_total + ?3,
   ready_at = CASE WHEN ready_at = 4611686018427387904 THEN -4611686018427387904 ELSE ready_at END
 WHERE queue = ?1 AND tenant = ?2;
 
+-- name: bucket_leases_succeeded
+-- ?3 leases of the bucket ended in success (a batch of acks, grouped by bucket).
+UPDATE buckets SET leased = leased - ?3, succeeded_total = succeeded_total + ?3,
+  ready_at = CASE WHEN ready_at = 4611686018427387904 THEN -4611686018427387904 ELSE ready_at END
+WHERE queue = ?1 AND tenant = ?2;
+
 -- name: bucket_requeued
 -- The job is queued again (its bucket's head may be it): to be checked again.
 UPDATE buckets SET leased = leased - 1, queued_count = queued_count + 1,
