@@ -248,9 +248,7 @@ void SqliteTx::BucketLeasesSucceeded(const std::vector<const JobRecord*>& jobs) 
   std::map<std::pair<std::string_view, std::string_view>, int64_t> ended;
   for (const JobRecord* j : jobs) ++ended[{j->queue, j->tenant}];
   for (const auto& [bucket, n] : ended) {
-    db_.Prepare(sql_.bucket_leases_succeeded)
-        .BindAll(std::string(bucket.first), std::string(bucket.second), n)
-        .Exec();
+    db_.Prepare(sql_.bucket_leases_succeeded).BindAll(bucket.first, bucket.second, n).Exec();
   }
 }
 
