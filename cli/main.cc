@@ -79,9 +79,10 @@ int main(int argc, char** argv) {
   sluice::cli::TokenSpec token_spec;
   auto* tokens_create = tokens->add_subcommand("create", "mint a token (shown only once)");
   tokens_create
-      ->add_option("--scope", token_spec.scopes, "submit, work or admin (repeat for several)")
+      ->add_option("--scope", token_spec.scopes,
+                   "submit, work, admin or metrics (repeat for several)")
       ->required()
-      ->check(CLI::IsMember({"submit", "work", "admin"}));
+      ->check(CLI::IsMember({"submit", "work", "admin", "metrics"}));
   tokens_create->add_option("--tenant", token_spec.tenant, "tenant (required with submit)");
   tokens_create->add_option("--queue", token_spec.queues,
                             "limit a work token to this queue (repeat for several)");

@@ -22,6 +22,7 @@ PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-
           postgresql libpq-dev  # tests/testutil/pg_server.h runs a private server
           haproxy  # scripts/cluster-demo.sh: round-robin in front of several sluiced
           faketime  # clock skew between instances (tests/system/cluster_limits_test.cc)
+          prometheus  # promtool and a real scrape (tests/system/admin_test.cc, ops_test.cc)
           clang libclang-rt-14-dev)  # sanitizer and fuzz builds (scripts/sanitize.sh, fuzz.sh)
 
 missing=()

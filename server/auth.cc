@@ -75,4 +75,13 @@ Result<Principal> Authenticator::Require(const HttpRequest& req, Scope scope) co
   return p;
 }
 
+Result<Principal> Authenticator::RequireReader(const HttpRequest& req) const {
+  auto p = Authenticate(req);
+  if (!p.ok()) return p;
+  if (!p.value().Has(Scope::kAdmin) && !p.value().Has(Scope::kMetrics)) {
+    return MakeError(ErrorCode::kForbidden, "this token lacks the 'admin' or 'metrics' scope");
+  }
+  return p;
+}
+
 }  // namespace sluice

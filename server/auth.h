@@ -46,6 +46,8 @@ class Authenticator {
   Result<Principal> Authenticate(const HttpRequest& req) const;
   // Authenticate, then 403 unless the principal has `scope`.
   Result<Principal> Require(const HttpRequest& req, Scope scope) const;
+  // For the read-only admin views and /metrics: the admin or the metrics scope.
+  Result<Principal> RequireReader(const HttpRequest& req) const;
 
  private:
   Store& store_;

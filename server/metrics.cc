@@ -1,7 +1,14 @@
 #include "server/metrics.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+#include "server/process_metrics.h"
 
 namespace sluice {
 namespace {
@@ -12,13 +19,26 @@ const std::vector<double> kLagBounds = {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0
                                         0.01,   0.025,   0.05,   0.1,   0.25,  1};
 const std::vector<double> kBatchBounds = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
 
-std::string Number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+void Header(std::string& out, const char* name, const char* type, const char* help) {
+  AppendFamilyHeader(out, name, type, help);
 }
 
-void Header(std::string& out, const char* name, const char* type, const char* help) {
+void Sample(std::string& out, const std::string& name, const std::string& labels, double v) {
+  out += name;
+  if (!labels.empty()) out += "{" + labels + "}";
+  out += ' ';
+  out += PrometheusNumber(v);
+  out += '\n';
+}
+
+std::string QT(const std::string& queue, const std::string& tenant) {
+  return "queue=\"" + EscapeLabel(queue) + "\",tenant=\"" + EscapeLabel(tenant) + "\"";
+}
+
+}  // namespace
+
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view type,
+                        std::string_view help) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -30,19 +50,22 @@ void Header(std::string& out, const char* name, const char* type, const char* he
   out += '\n';
 }
 
-void Sample(std::string& out, const std::string& name, const std::string& labels, double v) {
-  out += name;
-  if (!labels.empty()) out += "{" + labels + "}";
-  out += ' ';
-  out += Number(v);
-  out += '\n';
+std::string PrometheusNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  // The shortest digits in exponent form first, to learn the exponent as Go's 'g' does.
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  if (ec != std::errc()) return "NaN";
+  const std::string_view sci(buf, static_cast<size_t>(end - buf));
+  const size_t e = sci.find('e');
+  const int exponent = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  if (exponent < -4 || exponent >= 6) return std::string(sci);  // Go: shortest -> precision 6
+  const std::string exp_form(sci);
+  const auto fixed = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
+  if (fixed.ec != std::errc()) return exp_form;
+  return std::string(buf, static_cast<size_t>(fixed.ptr - buf));
 }
-
-std::string QT(const std::string& queue, const std::string& tenant) {
-  return "queue=\"" + EscapeLabel(queue) + "\",tenant=\"" + EscapeLabel(tenant) + "\"";
-}
-
-}  // namespace
 
 std::string EscapeLabel(std::string_view v) {
   std::string out;
@@ -76,7 +99,7 @@ void Histogram::Render(std::string& out, const std::string& name, const std::str
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds_.size(); ++i) {
     cumulative += counts_[i];
-    Sample(out, name + "_bucket", labels + sep + "le=\"" + Number(bounds_[i]) + "\"",
+    Sample(out, name + "_bucket", labels + sep + "le=\"" + PrometheusNumber(bounds_[i]) + "\"",
            static_cast<double>(cumulative));
   }
   Sample(out, name + "_bucket", labels + sep + "le=\"+Inf\"", static_cast<double>(count_));
@@ -302,6 +325,7 @@ std::string Metrics::Render(const std::vector<QueueState>& queues, size_t waitin
              "method=\"" + EscapeLabel(route.substr(0, sp)) + "\",route=\"" +
                  EscapeLabel(route.substr(sp + 1)) + "\",status=\"" + key.second + "\"");
   }
+  if (auto process = ReadProcessStats()) RenderProcessMetrics(out, *process);
   return out;
 }
 

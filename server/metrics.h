@@ -95,4 +95,13 @@ class Metrics {
 // Escapes a Prometheus label value (backslash, double quote, newline).
 std::string EscapeLabel(std::string_view v);
 
+// A sample value or an `le` bound as the Prometheus client libraries print it (Go's
+// strconv.FormatFloat(v, 'g', -1, 64)): the shortest text that reads back as the same
+// double, in exponent form below 1e-4 and from 1e6 up: 0.00025, 1024, 1e-05, 2.5e+06, +Inf.
+std::string PrometheusNumber(double v);
+
+// Appends a metric family's `# HELP` and `# TYPE` lines.
+void AppendFamilyHeader(std::string& out, std::string_view name, std::string_view type,
+                        std::string_view help);
+
 }  // namespace sluice

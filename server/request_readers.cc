@@ -227,7 +227,7 @@ Result<TokenRecord> ReadTokenRequest(const json& body) {
   auto scopes = body.find("scopes");
   if (scopes == body.end() || !scopes->is_array() || scopes->empty()) {
     return MakeError(ErrorCode::kBadRequest,
-                     "'scopes' must be a non-empty array of submit, work, admin");
+                     "'scopes' must be a non-empty array of submit, work, admin, metrics");
   }
   for (const json& s : *scopes) {
     std::optional<Scope> scope = s.is_string() ? ParseScope(s.get<std::string>()) : std::nullopt;
@@ -237,7 +237,7 @@ Result<TokenRecord> ReadTokenRequest(const json& body) {
                            QuoteForMessage(s.is_string() ? s.get<std::string>()
                                                          : s.dump(-1, ' ', false,
                                                                   json::error_handler_t::replace)) +
-                           ": use submit, work or admin");
+                           ": use submit, work, admin or metrics");
     }
     rec.scopes.push_back(*scope);
   }

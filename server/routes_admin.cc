@@ -45,7 +45,7 @@ void PutQueue(App& app, const HttpRequest& req, HttpResponse& res) {
 }
 
 void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
-  auto who = app.auth.Require(req, Scope::kAdmin);
+  auto who = app.auth.RequireReader(req);
   if (!who.ok()) return RenderError(res, who.error());
   if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
     return RenderError(res, st.error());
@@ -56,7 +56,7 @@ void GetQueue(App& app, const HttpRequest& req, HttpResponse& res) {
 }
 
 void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
-  auto who = app.auth.Require(req, Scope::kAdmin);
+  auto who = app.auth.RequireReader(req);
   if (!who.ok()) return RenderError(res, who.error());
   auto qs = app.store.ListQueues();
   if (!qs.ok()) return RenderError(res, qs.error());
@@ -66,7 +66,7 @@ void ListQueues(App& app, const HttpRequest& req, HttpResponse& res) {
 }
 
 void ListTenants(App& app, const HttpRequest& req, HttpResponse& res) {
-  auto who = app.auth.Require(req, Scope::kAdmin);
+  auto who = app.auth.RequireReader(req);
   if (!who.ok()) return RenderError(res, who.error());
   if (Status st = CheckName(NameKind::kQueue, req.matches[1]); !st.ok()) {
     return RenderError(res, st.error());
@@ -226,9 +226,10 @@ void RevokeToken(App& app, const HttpRequest& req, HttpResponse& res) {
              {{"id", t.value().id}, {"revoked_at", FormatRfc3339(*t.value().revoked_at)}});
 }
 
-// Prometheus scrape (admin token: tenant names are in the labels).
+// Prometheus scrape: the admin or a read-only metrics token (tenant names are in the
+// labels, so it is not public).
 void ScrapeMetrics(App& app, const HttpRequest& req, HttpResponse& res) {
-  auto who = app.auth.Require(req, Scope::kAdmin);
+  auto who = app.auth.RequireReader(req);
   if (!who.ok()) return RenderError(res, who.error());
   auto qs = app.store.ListQueues();
   if (!qs.ok()) return RenderError(res, qs.error());

@@ -22,7 +22,7 @@ json PolicyJson(const LayerGate::Policy& p) {
 }
 
 void GetLimits(App& app, Req req, Res res) {
-  auto who = app.auth.Require(req, Scope::kAdmin);
+  auto who = app.auth.RequireReader(req);
   if (!who.ok()) return RenderError(res, who.error());
   RenderJson(res, 200, PolicyJson(*app.layers->policy()));
 }

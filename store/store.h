@@ -209,7 +209,9 @@ struct AckItem {
   FailRequest fail;                   // when not succeeded
 };
 
-enum class Scope { kSubmit, kWork, kAdmin };
+// Token scopes. `metrics` is read-only: /metrics and the admin views that change nothing
+// and show no token or job (queues, tenants, limits).
+enum class Scope { kSubmit, kWork, kAdmin, kMetrics };
 
 struct TokenRecord {
   std::string id;
@@ -401,12 +403,14 @@ inline std::string_view ScopeName(Scope s) {
       return "work";
     case Scope::kAdmin:
       return "admin";
+    case Scope::kMetrics:
+      return "metrics";
   }
   return "submit";
 }
 
 inline std::optional<Scope> ParseScope(std::string_view s) {
-  for (Scope x : {Scope::kSubmit, Scope::kWork, Scope::kAdmin}) {
+  for (Scope x : {Scope::kSubmit, Scope::kWork, Scope::kAdmin, Scope::kMetrics}) {
     if (ScopeName(x) == s) return x;
   }
   return std::nullopt;

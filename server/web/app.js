@@ -1,6 +1,7 @@
 // The sluice dashboard: signs in with the admin token, polls the admin API every
 // POLL_MS and draws every queue (paused state, leased vs caps, totals and rates, a
-// per-tenant depth chart) and the failed-jobs list. No framework, no network access
+// per-tenant depth chart) and the failed-jobs list. Signed in with a read-only metrics
+// token, it shows the queues only: no buttons, no jobs (the server refuses both). No framework, no network access
 // beyond this server. Data from the server is only ever written as text.
 'use strict';
 
@@ -19,6 +20,7 @@ const COLORS = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00'
 const $ = (id) => document.getElementById(id);
 
 const state = {
+  readOnly: false,  // a metrics token: the server answers 403 to jobs and to changes
   generation: 0,  // bumped on sign-out: answers to an older generation are dropped
   timer: null,
   queues: new Map(),  // name -> QueueView
@@ -177,7 +179,7 @@ function showDashboard() {
 async function signIn(event) {
   event.preventDefault();
   const value = $('token-input').value.trim();
-  if (!value) return showSignIn('Enter the admin token.');
+  if (!value) return showSignIn('Enter the admin or a metrics token.');
   sessionStorage.setItem(TOKEN_KEY, value);
   $('signin-button').disabled = true;
   try {
@@ -186,11 +188,20 @@ async function signIn(event) {
     startPolling();
   } catch (e) {
     sessionStorage.removeItem(TOKEN_KEY);
-    const why = e.status === 403 ? 'This token has no admin scope: ' : '';
+    const why = e.status === 403 ? 'This token has neither the admin nor the metrics scope: ' : '';
     showSignIn(why + e.detail);
   } finally {
     $('signin-button').disabled = false;
   }
+}
+
+// Read-only: the failed-jobs list and every button are hidden (style.css), and a note
+// says why.
+function setReadOnly(on) {
+  state.readOnly = on;
+  document.body.dataset.readonly = String(on);
+  $('failed-jobs').hidden = on;
+  $('readonly-note').hidden = !on;
 }
 
 function signOut(reason) {
@@ -198,6 +209,7 @@ function signOut(reason) {
   for (const view of state.queues.values()) view.el.remove();
   state.queues.clear();
   $('failed-rows').replaceChildren();
+  setReadOnly(false);
   showSignIn(reason);
 }
 
@@ -230,11 +242,16 @@ async function poll(generation) {
           (q) => api('GET', `/v1/admin/queues/${enc(q.name)}/tenants`)
                      .then((r) => r.tenants)
                      .catch((e) => { if (e.status === 404) return []; throw e; }));
-      const failed = await api('GET', `/v1/jobs?state=failed&limit=${FAILED_LIMIT}`);
+      const failed = state.readOnly ? null
+          : await api('GET', `/v1/jobs?state=failed&limit=${FAILED_LIMIT}`).catch((e) => {
+            if (e.status !== 403) throw e;
+            setReadOnly(true);  // a metrics token may read queues, not jobs
+            return null;
+          });
       if (generation !== state.generation) return;
       const now = Date.now();
       renderQueues(overview.queues, tenants, now, startedAt);
-      renderFailed(failed, startedAt);
+      if (failed) renderFailed(failed, startedAt);
       const waiting = overview.waiting_leases || 0;
       setStatus(`Updated ${new Date(now).toLocaleTimeString()} · ` +
                 `${waiting} worker poll${waiting === 1 ? '' : 's'} waiting`);

@@ -2,14 +2,17 @@
 // queues deleted, totals, Prometheus /metrics, traceparent, and logs that never hold
 // a token.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
 
 #include "common/crypto.h"
 #include "tests/testutil/server_process.h"
+#include "tests/testutil/subprocess.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice::testing {
@@ -145,6 +148,94 @@ TEST_CASE("admin: totals per queue and tenant, and /metrics with them") {
   CHECK(m.find("sluice_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/queues/"
                "{}/jobs\",status=\"202\"}") != std::string::npos);
   CHECK(Call(*f.http, "GET", "/metrics").status == 401);
+}
+
+TEST_CASE("admin: a metrics token reads /metrics and the queue views, and changes nothing") {
+  Fixture f;
+  REQUIRE(f.Admin("PUT", "/v1/admin/queues/q", {{"rate", 1}, {"capacity", 5}}).status == 200);
+  std::string acme = f.NewToken({{"scopes", {"submit"}}, {"tenant", "acme"}})["token"];
+  REQUIRE(f.Submit(acme, "q", {{"payload", 1}}).status == 202);
+  json minted = f.NewToken({{"scopes", {"metrics"}}});
+  CHECK(minted["scopes"] == json::array({"metrics"}));
+  CHECK(minted["tenant"].is_null());
+  const std::string reader = minted["token"];
+
+  // What it may read.
+  auto scrape = f.http->Get("/metrics", Bearer(reader));
+  REQUIRE(scrape);
+  CHECK(scrape->status == 200);
+  CHECK(SampleValue(scrape->body, "sluice_queued_jobs{queue=\"q\",tenant=\"acme\"}") == 1);
+  CHECK(SampleValue(scrape->body, "process_resident_memory_bytes") > 0);
+  CHECK(SampleValue(scrape->body, "process_open_fds") > 0);
+  CHECK(SampleValue(scrape->body, "process_start_time_seconds") > 0);
+  CHECK(SampleValue(scrape->body, "process_cpu_seconds_total") >= 0);
+  for (const char* path : {"/v1/admin/queues", "/v1/admin/queues/q", "/v1/admin/queues/q/tenants",
+                           "/v1/admin/limits"}) {
+    INFO(path);
+    CHECK(Call(*f.http, "GET", path, nullptr, Bearer(reader)).status == 200);
+  }
+
+  // What it may not: every change, tokens, jobs (payloads) and the dry-run.
+  const json policy = {{"rate", 100}, {"capacity", 100}};
+  struct Refused {
+    const char* method;
+    std::string path;
+    json body;
+  };
+  auto queued = f.Admin("GET", "/v1/jobs?queue=q");
+  REQUIRE(queued.body["jobs"].size() == 1);
+  const std::string job = queued.body["jobs"][0]["id"];
+  const std::vector<Refused> refused = {
+      {"PUT", "/v1/admin/queues/q", policy},
+      {"PUT", "/v1/admin/queues/new", policy},
+      {"DELETE", "/v1/admin/queues/q", nullptr},
+      {"POST", "/v1/admin/queues/q/pause", nullptr},
+      {"POST", "/v1/admin/queues/q:simulate", policy},
+      {"POST", "/v1/admin/tokens", {{"scopes", {"admin"}}}},
+      {"GET", "/v1/admin/tokens", nullptr},
+      {"DELETE", "/v1/admin/tokens/" + minted["id"].get<std::string>(), nullptr},
+      {"PUT", "/v1/admin/limits", {{"layers", json::array()}}},
+      {"GET", "/v1/jobs", nullptr},
+      {"GET", "/v1/jobs/" + job, nullptr},
+      {"DELETE", "/v1/jobs/" + job, nullptr},
+      {"POST", "/v1/admin/jobs/" + job + "/retry", nullptr},
+      {"POST", "/v1/queues/q/jobs", {{"payload", 1}}},
+      {"POST", "/v1/leases", {{"queues", {"q"}}}},
+  };
+  for (const Refused& r : refused) {
+    INFO(r.method << " " << r.path);
+    auto answer = Call(*f.http, r.method, r.path, r.body, Bearer(reader));
+    CHECK(answer.status == 403);
+    CHECK(answer.body["error"] == "forbidden");
+  }
+  // Nothing changed: the queue, its job and the tokens are as they were.
+  auto q = f.Admin("GET", "/v1/admin/queues/q");
+  CHECK(q.body["version"] == 1);
+  CHECK(q.body["paused"] == false);
+  CHECK(f.Admin("GET", "/v1/jobs/" + job).body["state"] == "queued");
+  CHECK(f.Admin("GET", "/v1/admin/tokens").body["tokens"].size() == 2);
+}
+
+TEST_CASE("admin: /metrics passes promtool's check, le labels and process metrics included") {
+  Fixture f;
+  REQUIRE(f.Admin("PUT", "/v1/admin/queues/q", {{"rate", 1}, {"capacity", 5}}).status == 200);
+  std::string acme = f.NewToken({{"scopes", {"submit"}}, {"tenant", "acme"}})["token"];
+  REQUIRE(f.Submit(acme, "q", {{"payload", 1}}).status == 202);
+  const std::string text = f.Metrics();
+  CHECK(text.find("le=\"0.00025\"") != std::string::npos);
+  // No bound prints as 0.00025000000000000001 (the %.17g of old).
+  CHECK_FALSE(std::regex_search(text, std::regex("le=\"[0-9.]*0000000[1-9]")));
+  TempDir dir;
+  const std::string scrape = dir.path() + "/scrape.txt";
+  std::ofstream(scrape) << text;
+  Subprocess check({"promtool", "check", "metrics"}, {},
+                   Streams{scrape, dir.path() + "/out.txt", dir.path() + "/err.txt"});
+  auto status = check.Wait(std::chrono::seconds(30));
+  std::ifstream err(dir.path() + "/err.txt");
+  std::string problems((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  INFO(problems);
+  REQUIRE(status);
+  CHECK(*status == 0);
 }
 
 TEST_CASE("admin: tenant labels are capped; the rest count as tenant=\"other\"") {

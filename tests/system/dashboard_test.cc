@@ -56,7 +56,9 @@ TEST_CASE("dashboard: the page and its assets are served with their types, uncac
   CHECK(Call(*http, "GET", "/admin/missing.js").status == 404);
 }
 
-TEST_CASE("dashboard: sign in, both tenants' depth, pause stops dispatch (headless Chromium)") {
+TEST_CASE(
+    "dashboard: sign in, both tenants' depth, pause stops dispatch, read-only with a metrics token "
+    "(headless Chromium)") {
   const std::string script = std::string(SLUICE_SOURCE_DIR) + "/tests/dashboard/dashboard.mjs";
   const std::string modules =
       std::string(SLUICE_SOURCE_DIR) + "/tests/dashboard/node_modules/playwright-core";
@@ -89,6 +91,7 @@ TEST_CASE("dashboard: sign in, both tenants' depth, pause stops dispatch (headle
       admin("POST", "/v1/admin/tokens", {{"scopes", {"submit"}}, {"tenant", "globex"}})
           .body["token"];
   std::string work = admin("POST", "/v1/admin/tokens", {{"scopes", {"work"}}}).body["token"];
+  std::string metrics = admin("POST", "/v1/admin/tokens", {{"scopes", {"metrics"}}}).body["token"];
 
   for (int i = 0; i < 5; ++i) {
     REQUIRE(Call(*http, "POST", "/v1/queues/exports/jobs", {{"payload", {{"n", i}}}}, Bearer(acme))
@@ -121,7 +124,7 @@ TEST_CASE("dashboard: sign in, both tenants' depth, pause stops dispatch (headle
   Subprocess browser(
       {"node", script},
       {"SLUICE_URL=" + server.url(), "SLUICE_ADMIN_TOKEN=" + server.admin_token(),
-       "SLUICE_QUEUE=exports", "SLUICE_DEPTHS=acme=5,globex=3",
+       "SLUICE_METRICS_TOKEN=" + metrics, "SLUICE_QUEUE=exports", "SLUICE_DEPTHS=acme=5,globex=3",
        "SLUICE_SUBMIT_TOKENS=acme=" + acme + ",globex=" + globex, "SLUICE_FAILED_JOB=" + failed_id,
        "SLUICE_SCREENSHOT=" + screenshot, "SLUICE_CHROMIUM=" + Chromium()},
       dir.File("dashboard.log"));
