@@ -27,24 +27,6 @@ using std::chrono::steady_clock;
 constexpr const char* kDefaultBindir = "/usr/lib/postgresql/15/bin";
 constexpr int kStartAttempts = 5;  // each on a fresh port, should another process take it
 
-// A loopback port nobody listened on a moment ago.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("PgServer: socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  if (port == 0) throw std::runtime_error("PgServer: no free loopback port");
-  return port;
-}
-
 std::string Tail(const std::string& path, size_t max_chars = 3000) {
   std::ifstream in(path);
   std::stringstream s;
@@ -116,7 +98,7 @@ PgServer::PgServer() {
     throw std::runtime_error("PgServer: initdb failed:\n" + ReadLogs());
   }
   for (int attempt = 0; attempt < kStartAttempts && !running_; ++attempt) {
-    running_ = StartOn(FreePort());
+    running_ = StartOn(FreeLoopbackPort());
   }
   if (!running_) throw std::runtime_error("PgServer: the server did not start:\n" + ReadLogs());
 }

@@ -47,6 +47,10 @@ class Subprocess {
   std::optional<int> status_;
 };
 
+// A loopback TCP port nobody listened on a moment ago (for a server that takes its port
+// on the command line). Throws std::runtime_error if none can be had.
+int FreeLoopbackPort();
+
 // Polls `ready` every few milliseconds until it holds or `timeout` passes.
 bool Eventually(const std::function<bool()>& ready, std::chrono::milliseconds timeout);
 
