@@ -16,6 +16,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "method_not_allowed";
     case ErrorCode::kConflict:
       return "conflict";
+    case ErrorCode::kManagedByConfig:
+      return "managed_by_config";
     case ErrorCode::kLeaseLost:
       return "lease_lost";
     case ErrorCode::kPayloadTooLarge:

@@ -20,6 +20,7 @@ enum class ErrorCode {
   kNotFound,              // unknown queue, job, route, or someone else's job
   kMethodNotAllowed,      // known path, wrong verb
   kConflict,              // e.g. cancel of a job that is no longer queued
+  kManagedByConfig,       // a change through the API to what the config file declares
   kLeaseLost,             // stale or unknown lease_id
   kPayloadTooLarge,       // body over the limit
   kQueueFull,             // rule 1: bucket capacity
@@ -40,6 +41,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {ErrorCode::kBadRequest,
                                                ErrorCode::kNotFound,
                                                ErrorCode::kMethodNotAllowed,
                                                ErrorCode::kConflict,
+                                               ErrorCode::kManagedByConfig,
                                                ErrorCode::kLeaseLost,
                                                ErrorCode::kPayloadTooLarge,
                                                ErrorCode::kQueueFull,

@@ -68,6 +68,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& source) {
     return Bad(source, st.error().detail);
   }
   Config c;
+  c.source = source;
   if (auto qs = j.find("queues"); qs != j.end()) {
     if (!qs->is_object()) return Bad(source, "'queues' must be an object of name -> policy");
     for (auto& [name, policy_json] : qs->items()) {
@@ -110,15 +111,20 @@ Result<Config> LoadConfig(const std::string& path) {
   return ParseConfig(text.str(), path);
 }
 
-Result<int> ApplyConfig(const Config& config, Store& store, Micros now) {
-  int written = 0;
+Result<ConfigApplied> ApplyConfig(const Config& config, Store& store, Micros now) {
+  ConfigApplied applied;
+  std::vector<std::string> keep;
   for (const auto& [name, policy] : config.queues) {
+    keep.push_back("queue:" + name);
     auto existing = store.GetQueue(name);
-    if (existing.ok() && PolicyToJson(existing.value().policy) == PolicyToJson(policy)) continue;
     if (!existing.ok() && existing.error().code != ErrorCode::kNotFound) return existing.error();
-    auto put = store.PutQueue(name, policy, now);
+    if (existing.ok() && existing.value().managed_by == config.source &&
+        PolicyToJson(existing.value().policy) == PolicyToJson(policy)) {
+      continue;
+    }
+    auto put = store.PutQueue(name, policy, now, config.source);
     if (!put.ok()) return put.error();
-    ++written;
+    if (!existing.ok() || put.value().version != existing.value().version) ++applied.written;
   }
   for (TokenRecord token : config.tokens) {
     auto existing = store.FindToken(token.id);
@@ -128,14 +134,21 @@ Result<int> ApplyConfig(const Config& config, Store& store, Micros now) {
         return MakeError(ErrorCode::kConflict,
                          "config: token '" + token.id + "' already exists with another secret");
       }
-      continue;  // declared before (or revoked since: the admin's decision stands)
+      if (existing.value()->revoked) {
+        // The admin's decision stands: a revoked token is never brought back.
+        applied.warnings.push_back("token '" + token.id + "' is declared in " + config.source +
+                                   " but was revoked through the API; it stays revoked: remove "
+                                   "it from the file");
+      }
+      continue;
     }
     token.created_at = now;
     auto created = store.CreateToken(token);
     if (!created.ok()) return created.error();
-    ++written;
+    ++applied.written;
   }
   if (config.limits) {
+    keep.push_back("limits");
     auto stored = store.GetLimitLayers();
     if (!stored.ok()) return stored.error();
     const std::string want = LayersToJson(*config.limits).dump();
@@ -149,13 +162,16 @@ Result<int> ApplyConfig(const Config& config, Store& store, Micros now) {
         }
       }
     }
-    if (have != want) {
-      auto put = store.PutLimitLayers(want, now);
-      if (!put.ok()) return put.error();
-      ++written;
-    }
+    // Stored as the file has them (a new version) when they differ; recorded as the
+    // file's either way.
+    auto put = store.PutLimitLayers(have == want ? stored.value()->body : want, now, config.source);
+    if (!put.ok()) return put.error();
+    if (have != want) ++applied.written;
   }
-  return written;
+  auto released = store.ReleaseFromConfig(keep);
+  if (!released.ok()) return released.error();
+  applied.released = released.value();
+  return applied;
 }
 
 }  // namespace sluice

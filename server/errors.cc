@@ -60,6 +60,8 @@ int HttpStatusFor(ErrorCode code) {
       return 405;
     case ErrorCode::kConflict:
       return 409;
+    case ErrorCode::kManagedByConfig:
+      return 409;
     case ErrorCode::kLeaseLost:
       return 409;
     case ErrorCode::kPayloadTooLarge:

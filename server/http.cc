@@ -337,6 +337,8 @@ json QueueToJson(const QueueInfo& q) {
   j["stats"] = {
       {"queued", q.stats.queued}, {"queued_cost", q.stats.queued_cost}, {"leased", q.stats.leased}};
   j["totals"] = TotalsToJson(q.stats.totals);
+  // The config file that manages the policy (a PUT is refused: managed_by_config).
+  j["managed_by"] = q.managed_by ? json(*q.managed_by) : json(nullptr);
   return j;
 }
 

@@ -260,10 +260,24 @@ int main(int argc, char** argv) {
       spdlog::shutdown();
       return 1;
     }
+    for (const std::string& warning : applied.value().warnings) {
+      sluice::LogEvent(spdlog::level::warn, "config_not_followed",
+                       {{"config", flags.config}, {"detail", warning}});
+    }
+    for (const std::string& key : applied.value().released) {
+      // A warning: an operator should notice that the file let go of something (taken
+      // out of the file by mistake, say).
+      sluice::LogEvent(spdlog::level::warn, "config_released",
+                       {{"config", flags.config},
+                        {"managed", key},
+                        {"detail",
+                         "no longer declared in the file: managed through the API "
+                         "from now on"}});
+    }
     sluice::LogEvent(spdlog::level::info, "config_applied",
                      {{"config", flags.config},
                       {"queues", config.value().queues.size()},
-                      {"written", applied.value()}});
+                      {"written", applied.value().written}});
   }
 
   const std::string admin_token = AdminTokenFromEnv();

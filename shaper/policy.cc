@@ -118,7 +118,7 @@ std::optional<Error> CheckSpans(const BucketPolicy& b, const std::string& prefix
   return CheckSpan(b, prefix, o, "burst", b.burst, 1, "the burst tolerance ((burst - 1) / rate)");
 }
 
-const char* const kReadOnly[] = {"name", "version", "paused", "stats", "totals"};
+const char* const kReadOnly[] = {"name", "version", "paused", "stats", "totals", "managed_by"};
 const char* const kBucketFields[] = {"rate", "capacity", "burst", "max_inflight_per_tenant"};
 const char* const kQueueFields[] = {
     "max_inflight",        "lease_ms", "max_attempts", "retry_backoff_ms", "retry_backoff_max_ms",

@@ -46,6 +46,8 @@ struct QueueInfo {
   int64_t version = 1;
   bool paused = false;
   QueueStats stats;
+  // The config file that manages this queue's policy (nullopt: the API does).
+  std::optional<std::string> managed_by;
 };
 
 struct BucketInfo {
@@ -246,8 +248,13 @@ class Store {
   virtual bool MaintenanceLeader() = 0;
 
   // Queues. PutQueue creates or replaces the policy and bumps its version.
-  virtual Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
-                                     Micros now) = 0;
+  // Who owns what (server/config.h): a queue the config file declares is managed by it.
+  // `config`: the file this change comes from; the queue is then recorded as managed by
+  // it, and a policy equal to the stored one changes nothing (no new version). Without
+  // it (the API), a queue a config file manages is refused with managed_by_config,
+  // naming the file; so is DeleteQueue of one.
+  virtual Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy, Micros now,
+                                     const std::optional<std::string>& config = std::nullopt) = 0;
   virtual Result<QueueInfo> GetQueue(const std::string& name) = 0;
   // Ok if the queue exists, not_found otherwise: GetQueue without the counts (which
   // sum over every bucket), for hot paths such as each lease request.
@@ -369,7 +376,15 @@ class Store {
   // The declared layers (nullopt: none declared, the defaults hold); PutLimitLayers
   // replaces them, bumps the version (returned) and tells the other instances.
   virtual Result<std::optional<StoredLayers>> GetLimitLayers() = 0;
-  virtual Result<int64_t> PutLimitLayers(const std::string& body, Micros now) = 0;
+  // `config` as for PutQueue: from the config file, equal layers change nothing (the
+  // stored version is returned); from the API, layers a file manages are refused.
+  virtual Result<int64_t> PutLimitLayers(
+      const std::string& body, Micros now,
+      const std::optional<std::string>& config = std::nullopt) = 0;
+  // Forgets that a config file manages anything but `keep` ("queue:<name>", "limits"):
+  // the API manages those from now on. Returns the keys it released.
+  virtual Result<std::vector<std::string>> ReleaseFromConfig(
+      const std::vector<std::string>& keep) = 0;
   // A small durable write: can the store commit right now? (/readyz)
   virtual Status Probe(Micros now) = 0;
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/random.h"
+#include "common/utf8.h"
 #include "shaper/backoff.h"
 #include "shaper/dispatch.h"
 #include "store/engine/attempts.h"
@@ -28,6 +29,20 @@ Error LostOrMissing(Tx& tx, const std::string& id) {
                    MakeError(ErrorCode::kLeaseLost,
                              "the lease is not held: it expired, was "
                              "never granted, or the job moved on"));
+}
+
+std::string QueueConfigKey(const std::string& queue) { return "queue:" + queue; }
+constexpr const char* kLimitsConfigKey = "limits";
+
+// A change through the API (`config` nullopt) to what a config file manages is refused,
+// naming the file; a change from a config file is not.
+Status RefuseIfManaged(const std::optional<std::string>& manager,
+                       const std::optional<std::string>& config, const std::string& what) {
+  if (!manager || config) return Ok{};
+  return MakeError(ErrorCode::kManagedByConfig,
+                   what + " is managed by the config file " + QuoteForMessage(*manager) +
+                       ": change it there, and sluiced applies it at its next start (or "
+                       "remove it from the file to manage it through the API)");
 }
 
 std::optional<QueueInfo> LoadQueue(Tx& tx, const std::string& name) {
@@ -157,17 +172,31 @@ Result<T> Engine::Read(const std::function<Result<T>(Tx&)>& fn) {
 
 // ---- Queues ------------------------------------------------------------------------
 
-Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy, Micros now) {
+Result<QueueInfo> Engine::PutQueue(const std::string& name, const QueuePolicy& policy, Micros now,
+                                   const std::optional<std::string>& config) {
   std::string text = PolicyToJson(policy).dump();
-  auto r = Write<QueueInfo>([name, text, now](Tx& tx) -> Result<QueueInfo> {
-    tx.UpsertQueue(name, text, tx.Now(now));
-    // Rates, bursts and caps decide release times: the release index is checked again.
-    tx.DirtyQueueBuckets(name);
+  bool changed = false;
+  auto r = Write<QueueInfo>([name, text, now, config, &changed](Tx& tx) -> Result<QueueInfo> {
+    const std::string key = QueueConfigKey(name);
+    const std::optional<std::string> manager = tx.ConfigSource(key);
+    if (Status st = RefuseIfManaged(manager, config, "queue " + QuoteForMessage(name)); !st.ok()) {
+      return st.error();
+    }
+    auto existing = tx.LoadQueue(name);
+    changed =
+        !config || !existing || PolicyToJson(QueueFromRowOrThrow(*existing).policy).dump() != text;
+    if (changed) {
+      tx.UpsertQueue(name, text, tx.Now(now));
+      // Rates, bursts and caps decide release times: the release index is checked again.
+      tx.DirtyQueueBuckets(name);
+    }
+    if (config && manager != config) tx.SetConfigSource(key, config);
     QueueInfo q = *LoadQueue(tx, name);
     q.stats = tx.LoadQueueStats(name);
+    q.managed_by = config;
     return q;
   });
-  if (r.ok()) Publish(StoreChange::kWork);  // a new rate or cap may let work out
+  if (r.ok() && changed) Publish(StoreChange::kWork);  // a new rate or cap may let work out
   return r;
 }
 
@@ -176,6 +205,7 @@ Result<QueueInfo> Engine::GetQueue(const std::string& name) {
     auto q = LoadQueue(tx, name);
     if (!q) return UnknownQueue(name);
     q->stats = tx.LoadQueueStats(name);
+    q->managed_by = tx.ConfigSource(QueueConfigKey(name));
     return *q;
   });
 }
@@ -213,10 +243,15 @@ void Engine::ForgetQueues() {
 Result<std::vector<QueueInfo>> Engine::ListQueues() {
   return Read<std::vector<QueueInfo>>([&](Tx& tx) -> Result<std::vector<QueueInfo>> {
     std::vector<QueueInfo> out;
+    std::map<std::string, std::string> managers;
+    for (auto& [key, file] : tx.ConfigSources()) managers.emplace(std::move(key), std::move(file));
     for (auto& [row, stats] : tx.ListQueues()) {
       auto q = QueueFromRow(row);
       if (!q.ok()) return q.error();
       q.value().stats = stats;
+      if (auto it = managers.find(QueueConfigKey(row.name)); it != managers.end()) {
+        q.value().managed_by = it->second;
+      }
       out.push_back(std::move(q.value()));
     }
     return out;
@@ -256,6 +291,11 @@ Status Engine::SetPaused(const std::string& queue, bool paused, Micros now) {
 Status Engine::DeleteQueue(const std::string& queue) {
   Status st = Write<Ok>([queue](Tx& tx) -> Status {
     if (!tx.LockQueue(queue)) return UnknownQueue(queue);
+    if (Status managed = RefuseIfManaged(tx.ConfigSource(QueueConfigKey(queue)), std::nullopt,
+                                         "queue " + QuoteForMessage(queue));
+        !managed.ok()) {
+      return managed;
+    }
     // A submit holds its bucket's lock until it commits: once every bucket is locked
     // here, no job can join the queue unseen by the check below.
     tx.LockQueueBuckets(queue);
@@ -667,12 +707,40 @@ Result<std::optional<StoredLayers>> Engine::GetLimitLayers() {
       [](Tx& tx) -> Result<std::optional<StoredLayers>> { return tx.SelectLayers(); });
 }
 
-Result<int64_t> Engine::PutLimitLayers(const std::string& body, Micros caller_now) {
-  Result<int64_t> r = Write<int64_t>([&body, caller_now](Tx& tx) -> Result<int64_t> {
+Result<int64_t> Engine::PutLimitLayers(const std::string& body, Micros caller_now,
+                                       const std::optional<std::string>& config) {
+  bool changed = false;
+  Result<int64_t> r = Write<int64_t>([&body, caller_now, &config,
+                                      &changed](Tx& tx) -> Result<int64_t> {
+    const std::optional<std::string> manager = tx.ConfigSource(kLimitsConfigKey);
+    if (Status st = RefuseIfManaged(manager, config, "the intake-protection layers"); !st.ok()) {
+      return st.error();
+    }
+    if (config && manager != config) tx.SetConfigSource(kLimitsConfigKey, config);
+    if (config) {
+      // The file's layers as the caller wrote them (server/config.cc compares them
+      // read back): the same text is no change.
+      if (auto stored = tx.SelectLayers(); stored && stored->body == body) {
+        return stored->version;
+      }
+    }
+    changed = true;
     return tx.PutLayers(body, tx.Now(caller_now));
   });
-  if (r.ok()) Publish(StoreChange::kLimits);
+  if (r.ok() && changed) Publish(StoreChange::kLimits);
   return r;
+}
+
+Result<std::vector<std::string>> Engine::ReleaseFromConfig(const std::vector<std::string>& keep) {
+  return Write<std::vector<std::string>>([&keep](Tx& tx) -> Result<std::vector<std::string>> {
+    std::vector<std::string> released;
+    for (const auto& [key, file] : tx.ConfigSources()) {
+      if (std::find(keep.begin(), keep.end(), key) != keep.end()) continue;
+      tx.SetConfigSource(key, std::nullopt);
+      released.push_back(key);
+    }
+    return released;
+  });
 }
 
 void Engine::DecideLimitAsync(std::string key, Limit limit, int64_t cost, Micros caller_now,

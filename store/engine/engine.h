@@ -37,8 +37,8 @@ class Engine : public Store {
   void OnChange(std::function<void(StoreChange)> listener) override;
   bool MaintenanceLeader() override { return driver_->MaintenanceLeader(); }
 
-  Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy,
-                             Micros now) override;
+  Result<QueueInfo> PutQueue(const std::string& name, const QueuePolicy& policy, Micros now,
+                             const std::optional<std::string>& config = std::nullopt) override;
   Result<QueueInfo> GetQueue(const std::string& name) override;
   Status CheckQueue(const std::string& name) override;
   Result<std::vector<QueueInfo>> ListQueues() override;
@@ -77,7 +77,9 @@ class Engine : public Store {
   void ReleaseLimitsAsync(std::vector<LimitAsk> asks, Micros now, Done<Ok> done) override;
   Result<LimitStats> GetLimitStats(Micros now) override;
   Result<std::optional<StoredLayers>> GetLimitLayers() override;
-  Result<int64_t> PutLimitLayers(const std::string& body, Micros now) override;
+  Result<int64_t> PutLimitLayers(const std::string& body, Micros now,
+                                 const std::optional<std::string>& config = std::nullopt) override;
+  Result<std::vector<std::string>> ReleaseFromConfig(const std::vector<std::string>& keep) override;
   Status Probe(Micros now) override;
 
   Status CreateToken(const TokenRecord& token) override;

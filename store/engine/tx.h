@@ -357,6 +357,13 @@ class Tx {
   // Keys whose state is still in use at `now`, and the bytes of the sliding logs.
   virtual LimitStats SelectLimitStats(Micros now) = 0;
 
+  // What the config file manages (config_sources): the file that manages `key`
+  // ("queue:<name>" or "limits"), if one does; SetConfigSource records it (nullopt:
+  // forgets it); ConfigSources lists every (key, file).
+  virtual std::optional<std::string> ConfigSource(const std::string& key) = 0;
+  virtual void SetConfigSource(const std::string& key, const std::optional<std::string>& file) = 0;
+  virtual std::vector<std::pair<std::string, std::string>> ConfigSources() = 0;
+
   // Tokens.
   virtual void InsertToken(const TokenRecord& token) = 0;
   virtual std::optional<TokenRecord> SelectToken(const std::string& id) = 0;

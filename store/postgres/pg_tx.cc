@@ -661,4 +661,27 @@ LimitStats PgTx::SelectLimitStats(Micros now) {
   return LimitStats{r.Int(0, 0), r.Int(0, 1)};
 }
 
+// ---- Config sources ------------------------------------------------------------------
+
+std::optional<std::string> PgTx::ConfigSource(const std::string& key) {
+  Rows r = Run("select_config_source", key);
+  if (r.empty()) return std::nullopt;
+  return r.Text(0, 0);
+}
+
+void PgTx::SetConfigSource(const std::string& key, const std::optional<std::string>& file) {
+  if (file) {
+    Run("set_config_source", key, *file);
+  } else {
+    Run("clear_config_source", key);
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> PgTx::ConfigSources() {
+  std::vector<std::pair<std::string, std::string>> out;
+  Rows r = Run("list_config_sources");
+  for (int i = 0; i < r.size(); ++i) out.emplace_back(r.Text(i, 0), r.Text(i, 1));
+  return out;
+}
+
 }  // namespace sluice

@@ -31,7 +31,8 @@ namespace sluice {
   X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys) X(select_idempotency)      \
   X(insert_idempotency) X(probe) X(insert_token) X(select_token) X(list_tokens)                \
   X(revoke_token) X(lock_limit) X(insert_limit) X(update_limit) X(clean_limits)               \
-  X(select_layers) X(put_layers) X(limit_stats)
+  X(select_layers) X(put_layers) X(limit_stats) X(select_config_source) X(set_config_source)   \
+  X(clear_config_source) X(list_config_sources)
 // clang-format on
 
 // Whose clock a transaction's decisions use.
@@ -147,6 +148,9 @@ class PgTx final : public Tx {
   std::optional<StoredLayers> SelectLayers() override;
   int64_t PutLayers(const std::string& body, Micros now) override;
   LimitStats SelectLimitStats(Micros now) override;
+  std::optional<std::string> ConfigSource(const std::string& key) override;
+  void SetConfigSource(const std::string& key, const std::optional<std::string>& file) override;
+  std::vector<std::pair<std::string, std::string>> ConfigSources() override;
 
   void InsertToken(const TokenRecord& token) override;
   std::optional<TokenRecord> SelectToken(const std::string& id) override;

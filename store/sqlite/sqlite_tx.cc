@@ -472,4 +472,28 @@ std::optional<TokenRecord> SqliteTx::RevokeToken(const std::string& id, Micros n
   return RowToToken(s);
 }
 
+// ---- Config sources ------------------------------------------------------------------
+
+std::optional<std::string> SqliteTx::ConfigSource(const std::string& key) {
+  Stmt s = db_.Prepare(sql_.select_config_source);
+  s.BindAll(key);
+  if (!s.Step()) return std::nullopt;
+  return s.Text(0);
+}
+
+void SqliteTx::SetConfigSource(const std::string& key, const std::optional<std::string>& file) {
+  if (file) {
+    db_.Prepare(sql_.set_config_source).BindAll(key, *file).Exec();
+  } else {
+    db_.Prepare(sql_.clear_config_source).BindAll(key).Exec();
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> SqliteTx::ConfigSources() {
+  std::vector<std::pair<std::string, std::string>> out;
+  Stmt s = db_.Prepare(sql_.list_config_sources);
+  while (s.Step()) out.emplace_back(s.Text(0), s.Text(1));
+  return out;
+}
+
 }  // namespace sluice

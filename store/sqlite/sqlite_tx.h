@@ -23,17 +23,19 @@ namespace sluice {
   X(queue_busy)                                                                                    \
   X(delete_queue)                                                                                  \
   X(select_bucket)                                                                                 \
-  X(list_buckets) X(ready_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs)        \
-      X(bucket_admitted) X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded)       \
-          X(bucket_requeued) X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(select_job) \
-              X(job_exists) X(cost_ahead) X(next_available) X(lease_job) X(complete_job)           \
-                  X(select_live_lease) X(end_attempt) X(leases_due) X(expire_due) X(heartbeat)     \
-                      X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                        \
-                          X(clean_idempotency_keys) X(select_idempotency) X(insert_idempotency)    \
-                              X(probe) X(insert_token) X(select_token) X(list_tokens)              \
-                                  X(revoke_token) X(select_limit) X(insert_limit) X(update_limit)  \
-                                      X(clean_limits) X(select_layers) X(put_layers)               \
-                                          X(limit_stats)
+  X(list_buckets)                                                                                  \
+  X(ready_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
+      X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
+          X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(select_job) X(job_exists)      \
+              X(cost_ahead) X(next_available) X(lease_job) X(complete_job) X(select_live_lease)    \
+                  X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)            \
+                      X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)            \
+                          X(select_idempotency) X(insert_idempotency) X(probe) X(insert_token)     \
+                              X(select_token) X(list_tokens) X(revoke_token) X(select_limit)       \
+                                  X(insert_limit) X(update_limit) X(clean_limits) X(select_layers) \
+                                      X(put_layers) X(limit_stats) X(select_config_source)         \
+                                          X(set_config_source) X(clear_config_source)              \
+                                              X(list_config_sources)
 
 struct SqliteStatements {
   // From store/sql/sqlite/statements.sql; throws if one is missing.
@@ -125,6 +127,9 @@ class SqliteTx final : public Tx {
   std::optional<StoredLayers> SelectLayers() override;
   int64_t PutLayers(const std::string& body, Micros now) override;
   LimitStats SelectLimitStats(Micros now) override;
+  std::optional<std::string> ConfigSource(const std::string& key) override;
+  void SetConfigSource(const std::string& key, const std::optional<std::string>& file) override;
+  std::vector<std::pair<std::string, std::string>> ConfigSources() override;
 
   void InsertToken(const TokenRecord& token) override;
   std::optional<TokenRecord> SelectToken(const std::string& id) override;

@@ -182,7 +182,7 @@ TEST_CASE("A second PgStore opens on a database that has the schema", "[postgres
   REQUIRE(versions.size() == 1);
   CHECK(versions.Int(0, 0) == LatestVersion(MigrationsOf("postgres")));
   CHECK(versions.Text(0, 1) == "schema.sql");
-  CHECK(LatestVersion(MigrationsOf("postgres")) == 5);
+  CHECK(LatestVersion(MigrationsOf("postgres")) == 6);
 }
 
 TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_deltas)",
@@ -203,14 +203,16 @@ TEST_CASE("A version 1 database is upgraded to keep ended leases aside (bucket_d
     pg::Connection conn(uri);
     conn.Exec(
         "DROP TABLE bucket_deltas; DROP TABLE rate_limits; DROP TABLE limit_layers; "
+        "DROP TABLE config_sources; "
         "DROP INDEX buckets_ready; ALTER TABLE buckets DROP COLUMN ready_at; "
         "DELETE FROM schema_migrations WHERE version > 1");
   }
   std::unique_ptr<PgStore> upgraded = OpenPg(uri);
   pg::Connection conn(uri);
-  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 5);
-  CHECK(conn.Exec("SELECT count(*) FROM rate_limits").Int(0, 0) == 0);   // made by 0003
-  CHECK(conn.Exec("SELECT count(*) FROM limit_layers").Int(0, 0) == 0);  // made by 0004
+  CHECK(conn.Exec("SELECT max(version) FROM schema_migrations").Int(0, 0) == 6);
+  CHECK(conn.Exec("SELECT count(*) FROM config_sources").Int(0, 0) == 0);  // made by 0006
+  CHECK(conn.Exec("SELECT count(*) FROM rate_limits").Int(0, 0) == 0);     // made by 0003
+  CHECK(conn.Exec("SELECT count(*) FROM limit_layers").Int(0, 0) == 0);    // made by 0004
   // Made by 0005: every bucket's release index entry to be checked again.
   CHECK(conn.Exec("SELECT count(*) FROM buckets WHERE ready_at = " + std::to_string(kReadyDirty))
             .Int(0, 0) == 1);

@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "common/crypto.h"
 #include "tests/testutil/server_process.h"
@@ -337,6 +338,85 @@ TEST_CASE("admin: queues and tokens declared in the config file, once") {
   std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
   CHECK(text.find("another secret") != std::string::npos);
   CHECK(text.find("a-long-random-secret") == std::string::npos);
+}
+
+TEST_CASE("admin: what the config file declares is managed by it; a restart never undoes the API") {
+  TempDir dir;
+  const std::string token = "tok_cfg.a-long-random-secret-for-the-test";
+  const json layers = {{"layers",
+                        {{{"name", "per_token"},
+                          {"algorithm", "token_bucket"},
+                          {"key", {"token"}},
+                          {"route_groups", {"submit"}},
+                          {"limit", 1000},
+                          {"window_s", 1}}}}};
+  json config = {{"queues", {{"exports", {{"rate", 5}, {"capacity", 10}}}}},
+                 {"tokens",
+                  {{{"id", "tok_cfg"},
+                    {"sha256", Sha256Hex(token)},
+                    {"scopes", {"submit"}},
+                    {"tenant", "acme"}}}},
+                 {"limits", layers}};
+  const std::string path = dir.File("sluice.json");
+  std::ofstream(path) << config.dump();
+  ServerOptions options;
+  options.db_path = dir.File("sluice.db");
+  options.extra_args = {"--config", path};
+  {
+    Fixture f(options);
+    auto exports = f.Admin("GET", "/v1/admin/queues/exports");
+    CHECK(exports.body["managed_by"] == path);
+    // The file's queue and layers: the API's changes are refused, naming the file.
+    for (auto [method, target, body] :
+         {std::tuple<std::string, std::string, json>{
+              "PUT", "/v1/admin/queues/exports", {{"rate", 50}, {"capacity", 10}}},
+          {"DELETE", "/v1/admin/queues/exports", nullptr},
+          {"PUT", "/v1/admin/limits", {{"layers", json::array()}}}}) {
+      INFO(method << " " << target);
+      auto refused = f.Admin(method, target, body);
+      CHECK(refused.status == 409);
+      CHECK(refused.body["error"] == "managed_by_config");
+      CHECK(refused.body["detail"].get<std::string>().find(path) != std::string::npos);
+    }
+    // Pausing is an operation: allowed. A queue the file does not declare is the API's.
+    CHECK(f.Admin("POST", "/v1/admin/queues/exports/pause").status == 200);
+    auto adhoc = f.Admin("PUT", "/v1/admin/queues/adhoc", {{"rate", 2}});
+    REQUIRE(adhoc.status == 200);
+    CHECK(adhoc.body["managed_by"].is_null());
+    CHECK(f.Admin("PUT", "/v1/admin/queues/adhoc", {{"rate", 3}}).body["version"] == 2);
+    // A declared token may be revoked (a leak must end at once).
+    CHECK(f.Admin("DELETE", "/v1/admin/tokens/tok_cfg").status == 200);
+  }
+  {  // Restarted with the same file: nothing the API did is undone, and the log says why
+     // the declared token stays revoked.
+    Fixture f(options);
+    auto exports = f.Admin("GET", "/v1/admin/queues/exports");
+    CHECK(exports.body["version"] == 1);
+    CHECK(exports.body["paused"] == true);
+    auto adhoc = f.Admin("GET", "/v1/admin/queues/adhoc");
+    CHECK(adhoc.body["version"] == 2);
+    CHECK(adhoc.body["rate"] == 3);
+    CHECK(f.Submit(token, "exports", {{"payload", 1}}).status == 401);
+    CHECK(f.Admin("GET", "/v1/admin/limits").body["version"] == 1);
+    const std::string log = f.server.ReadLog();
+    CHECK(log.find("config_not_followed") != std::string::npos);
+    CHECK(log.find("tok_cfg") != std::string::npos);
+    CHECK(log.find("stays revoked") != std::string::npos);
+  }
+  // The file no longer declares the queue or the layers: they are the API's now.
+  config.erase("limits");
+  config["queues"] = json::object();
+  std::ofstream(path) << config.dump();
+  {
+    Fixture f(options);
+    const std::string log = f.server.ReadLog();
+    CHECK(log.find("config_released") != std::string::npos);
+    auto exports = f.Admin("PUT", "/v1/admin/queues/exports", {{"rate", 50}, {"capacity", 10}});
+    CHECK(exports.status == 200);
+    CHECK(exports.body["managed_by"].is_null());
+    CHECK(exports.body["version"] == 2);
+    CHECK(f.Admin("PUT", "/v1/admin/limits", {{"layers", json::array()}}).status == 200);
+  }
 }
 
 TEST_CASE("admin: no token ever appears in a log line; rejections and requests are logged") {

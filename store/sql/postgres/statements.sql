@@ -519,3 +519,16 @@ RETURNING version;
 -- Keys in use, and the bytes the sliding logs among them hold (state "1,...").
 SELECT count(*), coalesce(sum(CASE WHEN state LIKE '1,%' THEN length(state) ELSE 0 END), 0)
 FROM rate_limits WHERE expires_at > $1::bigint;
+
+-- name: select_config_source
+SELECT source FROM config_sources WHERE key = $1::text;
+
+-- name: set_config_source
+INSERT INTO config_sources (key, source) VALUES ($1::text, $2::text)
+ON CONFLICT (key) DO UPDATE SET source = excluded.source;
+
+-- name: clear_config_source
+DELETE FROM config_sources WHERE key = $1::text;
+
+-- name: list_config_sources
+SELECT key, source FROM config_sources ORDER BY key;

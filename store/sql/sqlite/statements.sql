@@ -282,3 +282,16 @@ RETURNING version;
 -- name: limit_stats
 SELECT count(*), coalesce(sum(CASE WHEN state LIKE '1,%' THEN length(state) ELSE 0 END), 0)
 FROM rate_limits WHERE expires_at > ?1;
+
+-- name: select_config_source
+SELECT source FROM config_sources WHERE key = ?1;
+
+-- name: set_config_source
+INSERT INTO config_sources (key, source) VALUES (?1, ?2)
+ON CONFLICT (key) DO UPDATE SET source = excluded.source;
+
+-- name: clear_config_source
+DELETE FROM config_sources WHERE key = ?1;
+
+-- name: list_config_sources
+SELECT key, source FROM config_sources ORDER BY key;
