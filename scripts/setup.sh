@@ -18,7 +18,7 @@ for t in "$@"; do TARGETS+=(--target "$t"); done
 PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-dev
           libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev catch2 libcli11-dev libssl-dev
           libgoogle-perftools-dev  # tcmalloc for sluiced (CMakeLists.txt: SLUICE_TCMALLOC)
-          curl jq chromium
+          curl jq openssl chromium  # curl, jq, openssl: the README walkthrough (readme_test.cc)
           postgresql libpq-dev  # tests/testutil/pg_server.h runs a private server
           haproxy  # scripts/cluster-demo.sh: round-robin in front of several sluiced
           faketime  # clock skew between instances (tests/system/cluster_limits_test.cc)
