@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/logfmt.h"
 #include "common/time.h"
-#include "common/utf8.h"
 
 namespace sluice {
 namespace {
@@ -19,40 +19,13 @@ namespace {
 LogFormat format = LogFormat::kText;
 std::string instance;
 
-// logfmt value: bare when plain, else quoted with escapes. Control characters and
-// bytes that are not UTF-8 are written as \xNN, so a line is always valid UTF-8 text.
-std::string LogfmtText(std::string_view s) {
-  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return c > 0x20 && c < 0x7f && c != '"' && c != '=' && c != '\\';
-  });
-  if (plain) return std::string(s);
-  const std::string text = IsValidUtf8(s) ? std::string(s) : SanitizeUtf8(s);
-  std::string out = "\"";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // JSON text that never throws: ill-formed UTF-8 in a string becomes U+FFFD.
 std::string SafeDump(const nlohmann::json& v) {
   return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string LogfmtValue(const nlohmann::json& v) {
-  return v.is_string() ? LogfmtText(v.get_ref<const std::string&>()) : LogfmtText(SafeDump(v));
+std::string LogfmtJson(const nlohmann::json& v) {
+  return v.is_string() ? LogfmtValue(v.get_ref<const std::string&>()) : LogfmtValue(SafeDump(v));
 }
 
 // Gathers formatted lines in memory and writes them to a file descriptor in large
@@ -140,7 +113,7 @@ void LogEvent(spdlog::level::level_enum level, std::string_view event,
   }
   std::string line(event);
   line += " instance=" + instance;
-  for (const auto& [k, v] : fields.items()) line += " " + LogfmtText(k) + "=" + LogfmtValue(v);
+  for (const auto& [k, v] : fields.items()) line += " " + LogfmtValue(k) + "=" + LogfmtJson(v);
   spdlog::log(level, "{}", line);
 }
 
@@ -163,8 +136,8 @@ void LogRequest(std::string_view request_id, std::string_view method, std::strin
   spdlog::info(
       "request instance={} client_ip={} duration_ms={} method={} path={} remote={} request_id={} "
       "status={}",
-      instance, LogfmtText(client_ip), nlohmann::json(duration_ms).dump(), LogfmtText(method),
-      LogfmtText(path), LogfmtText(remote), LogfmtText(request_id), status);
+      instance, LogfmtValue(client_ip), nlohmann::json(duration_ms).dump(), LogfmtValue(method),
+      LogfmtValue(path), LogfmtValue(remote), LogfmtValue(request_id), status);
 }
 
 std::string TokenDigest(std::string_view token) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <random>
 
+#include "common/logfmt.h"
+
 namespace sluice {
 namespace {
 
@@ -24,26 +26,10 @@ int64_t MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
 
-// A logfmt value: quoted when it has spaces or quotes, at most 200 bytes, one line.
+// A logfmt value of at most 200 bytes (an error's detail may be long).
 std::string LogValue(std::string_view s) {
-  std::string v(s.substr(0, 200));
-  if (s.size() > 200) v += "...";
-  bool quote = v.empty();
-  std::string out;
-  for (char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      quote = true;
-    }
-    if (c == '\n' || c == '\r') {
-      out += "\\n";
-      quote = true;
-      continue;
-    }
-    if (c == ' ' || c == '=') quote = true;
-    out += c;
-  }
-  return quote ? "\"" + out + "\"" : out;
+  if (s.size() <= 200) return LogfmtValue(s);
+  return LogfmtValue(std::string(s.substr(0, 200)) + "...");
 }
 
 JobAck AckOf(const LeasedJob& job, const JobOutcome& outcome) {
