@@ -91,23 +91,6 @@ ApiFailure FailureFromResponse(int status, const std::string& body,
   return f;
 }
 
-std::string EncodePathSegment(const std::string& segment) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : segment) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 ApiClient::ApiClient(const ServerUrl& server, const std::string& token)
     : server_(server.ToString()), http_(server_) {
   http_.set_tcp_nodelay(true);  // NOTES.md pitfall 1

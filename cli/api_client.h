@@ -63,9 +63,6 @@ class ApiResult {
 ApiFailure FailureFromResponse(int status, const std::string& body,
                                const std::string& retry_after_header);
 
-// Percent-encodes one path segment (ids and queue names are opaque to the CLI).
-std::string EncodePathSegment(const std::string& segment);
-
 class ApiClient {
  public:
   // `token` may be empty (the server then answers 401).

@@ -6,6 +6,7 @@
 
 #include "cli/table.h"
 #include "cli/views.h"
+#include "common/encoding.h"
 #include "common/random.h"
 #include "worker/backoff.h"
 
@@ -20,7 +21,7 @@ std::string PrettyJson(const json& j) {
 }
 
 std::string QueuePath(const std::string& queue) {
-  return "/v1/admin/queues/" + EncodePathSegment(queue);
+  return "/v1/admin/queues/" + PercentEncode(queue);
 }
 
 }  // namespace
@@ -103,7 +104,7 @@ int Commands::Jobs(const JobsQuery& query) {
 }
 
 int Commands::Job(const std::string& id) {
-  return Print(api_.Get("/v1/jobs/" + EncodePathSegment(id)), JobView);
+  return Print(api_.Get("/v1/jobs/" + PercentEncode(id)), JobView);
 }
 
 int Commands::SetPaused(const std::string& queue, bool paused) {
@@ -130,7 +131,7 @@ int Commands::CreateToken(const TokenSpec& spec) {
 int Commands::ListTokens() { return Print(api_.Get("/v1/admin/tokens"), TokensView); }
 
 int Commands::RevokeToken(const std::string& id) {
-  return Print(api_.Delete("/v1/admin/tokens/" + EncodePathSegment(id)), RevokedView);
+  return Print(api_.Delete("/v1/admin/tokens/" + PercentEncode(id)), RevokedView);
 }
 
 namespace {
@@ -153,7 +154,7 @@ int Commands::Submit(const SubmitSpec& spec) {
   std::optional<std::string> key = spec.idempotency_key;
   if (!key && spec.retries > 0) key = RandomId("cli_", 16);
   if (key) headers.emplace("Idempotency-Key", *key);
-  const std::string path = "/v1/queues/" + EncodePathSegment(spec.queue) + "/jobs";
+  const std::string path = "/v1/queues/" + PercentEncode(spec.queue) + "/jobs";
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (int failures = 0;; ++failures) {

@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "common/encoding.h"
+
 namespace sluice {
 
 namespace {
@@ -37,12 +39,8 @@ std::string Sha256Hex(std::string_view data) {
       EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) {
     EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);  // the slow way
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * len, '\0');
-  for (unsigned int i = 0; i < len; ++i) {
-    out[2 * i] = kHex[md[i] >> 4];
-    out[2 * i + 1] = kHex[md[i] & 0xf];
-  }
+  std::string out;
+  AppendHexLower(out, md, len);
   return out;
 }
 

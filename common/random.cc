@@ -8,10 +8,10 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "common/encoding.h"
+
 namespace sluice {
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
 
 // Bumped in a forked child, so that its threads refill instead of repeating bytes
 // their parent may also hand out.
@@ -55,10 +55,7 @@ void AppendRandomHex(std::string& out, size_t bytes) {
   while (bytes > 0) {
     size_t k = std::min(bytes, sizeof chunk);
     buffer.Take(chunk, k);
-    for (size_t i = 0; i < k; ++i) {
-      out.push_back(kHex[chunk[i] >> 4]);
-      out.push_back(kHex[chunk[i] & 0xf]);
-    }
+    AppendHexLower(out, chunk, k);
     bytes -= k;
   }
 }
@@ -76,7 +73,7 @@ std::string TimeOrderedId(std::string_view prefix, int64_t micros, size_t bytes)
   std::string out(prefix);
   out.reserve(prefix.size() + 13 + 2 * bytes);
   const uint64_t t = static_cast<uint64_t>(std::max<int64_t>(0, micros));
-  for (int shift = 48; shift >= 0; shift -= 4) out.push_back(kHex[(t >> shift) & 0xf]);
+  for (int shift = 48; shift >= 0; shift -= 4) out.push_back(HexDigitLower(t >> shift));
   AppendRandomHex(out, bytes);
   return out;
 }

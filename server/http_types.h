@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/encoding.h"
+
 namespace sluice {
 
 struct HttpRequest {
@@ -50,10 +52,6 @@ struct HttpResponse {
   }
   std::string get_header_value(std::string_view name) const;  // "" when absent
 };
-
-// Decodes %XX escapes (and '+' as a space when `plus_is_space`); an invalid escape is
-// kept as it is.
-std::string PercentDecode(std::string_view s, bool plus_is_space);
 
 // Splits "a=1&b=two" into decoded pairs.
 std::multimap<std::string, std::string> ParseQuery(std::string_view query);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "common/encoding.h"
+
 namespace sluice {
 namespace {
 
@@ -27,13 +29,6 @@ bool EqualsNoCase(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Matches one path segment against one pattern segment; appends a capture.
@@ -84,23 +79,6 @@ std::string HttpResponse::get_header_value(std::string_view name) const {
 std::string HttpRequest::get_param_value(const std::string& name) const {
   auto it = params.find(name);
   return it == params.end() ? "" : it->second;
-}
-
-std::string PercentDecode(std::string_view s, bool plus_is_space) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = HexValue(s[i + 1]), lo = HexValue(s[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-        continue;
-      }
-    }
-    out.push_back(plus_is_space && s[i] == '+' ? ' ' : s[i]);
-  }
-  return out;
 }
 
 std::multimap<std::string, std::string> ParseQuery(std::string_view query) {

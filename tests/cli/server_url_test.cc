@@ -48,10 +48,5 @@ TEST_CASE("refusals: problem+json code, detail and Retry-After are kept") {
   CHECK(h.detail == "<html>bad gateway</html>");
 }
 
-TEST_CASE("path segments are percent-encoded") {
-  CHECK(EncodePathSegment("job_abc-1.2~") == "job_abc-1.2~");
-  CHECK(EncodePathSegment("a/b c?") == "a%2Fb%20c%3F");
-}
-
 }  // namespace
 }  // namespace sluice::cli
