@@ -6,43 +6,14 @@
 namespace sluice {
 namespace {
 
-constexpr int64_t kSecondsPerDay = 86400;
+namespace chrono = std::chrono;
 
-bool IsLeapYear(int64_t y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
-
-int DaysInMonth(int64_t y, int m) {
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && IsLeapYear(y) ? 29 : kDays[m - 1];
-}
-
-// Days since 1970-01-01 of a civil date (Howard Hinnant's days_from_civil).
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
-struct CivilDate {
-  int64_t year;
-  unsigned month;
-  unsigned day;
-};
-
-// The civil date of a day count since 1970-01-01 (Hinnant's civil_from_days).
-CivilDate CivilFromDays(int64_t z) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  return CivilDate{static_cast<int64_t>(yoe) + era * 400 + (m <= 2), m, d};
-}
+// The calendar is C++20 <chrono>'s (year_month_day, sys_days). The digits are read and
+// written here: GCC 12's <chrono> has no parse or format, and Howard Hinnant's date
+// library, which has both, goes through iostreams. Measured 2026-12-05 (g++ -O2, per
+// call): format 210-360 ns here vs 1250-1470 ns with date::format("%FT%TZ"); parse
+// 31-48 ns here vs 1850-2300 ns with date::parse("%FT%T%Ez"). Times are formatted on
+// every job a lease or a read returns, so the hand-written digits stay.
 
 bool Digits(std::string_view s, size_t pos, size_t n, int* out) {
   if (pos > s.size() || n > s.size() - pos) return false;
@@ -61,25 +32,16 @@ constexpr size_t kMaxFractionDigits = 9;
 }  // namespace
 
 std::string FormatRfc3339(Micros t) {
-  t = ClampTime(t);
-  // Floor division, so times before 1970 print the second they fall in.
-  int64_t secs = t / kMicrosPerSecond;
-  int64_t rem = t % kMicrosPerSecond;
-  if (rem < 0) {
-    rem += kMicrosPerSecond;
-    secs -= 1;
-  }
-  int64_t days = secs / kSecondsPerDay;
-  int64_t sod = secs % kSecondsPerDay;
-  if (sod < 0) {
-    sod += kSecondsPerDay;
-    days -= 1;
-  }
-  const CivilDate date = CivilFromDays(days);
+  const chrono::sys_time<chrono::microseconds> tp{chrono::microseconds{ClampTime(t)}};
+  const chrono::sys_days day = chrono::floor<chrono::days>(tp);  // floor: pre-1970 too
+  const chrono::year_month_day date{day};
+  const chrono::hh_mm_ss tod{chrono::floor<chrono::milliseconds>(tp - day)};
   char buf[64];  // 24 used; the compiler cannot see the ranges
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(date.year),
-                date.month, date.day, static_cast<int>(sod / 3600), static_cast<int>(sod / 60 % 60),
-                static_cast<int>(sod % 60), static_cast<int>(rem / kMicrosPerMilli));
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+                static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                static_cast<unsigned>(date.day()), static_cast<int>(tod.hours().count()),
+                static_cast<int>(tod.minutes().count()), static_cast<int>(tod.seconds().count()),
+                static_cast<int>(tod.subseconds().count()));
   return buf;
 }
 
@@ -91,9 +53,9 @@ std::optional<Micros> ParseRfc3339(std::string_view s) {
       !Digits(s, 17, 2, &se)) {
     return std::nullopt;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || se > 59) {
-    return std::nullopt;
-  }
+  const chrono::year_month_day date{chrono::year{y}, chrono::month{static_cast<unsigned>(mo)},
+                                    chrono::day{static_cast<unsigned>(d)}};
+  if (!date.ok() || h > 23 || mi > 59 || se > 59) return std::nullopt;
   size_t pos = 19;
   Micros frac = 0;
   if (s[pos] == '.') {
@@ -123,11 +85,11 @@ std::optional<Micros> ParseRfc3339(std::string_view s) {
     return std::nullopt;
   }
   if (pos != s.size()) return std::nullopt;
-  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  const int64_t secs = days * kSecondsPerDay + h * 3600 + mi * 60 + se - offset_s;
-  // |secs| < 4e11: no overflow. The offset may carry a year-0000 or year-9999 local
+  const chrono::sys_seconds local = chrono::sys_days{date} + chrono::hours{h} +
+                                    chrono::minutes{mi} + chrono::seconds{se - offset_s};
+  // |seconds| < 4e11: no overflow. The offset may carry a year-0000 or year-9999 local
   // time outside the range.
-  const Micros t = secs * kMicrosPerSecond + frac;
+  const Micros t = local.time_since_epoch().count() * kMicrosPerSecond + frac;
   if (t < kMinTime || t > kMaxTime) return std::nullopt;
   return t;
 }
