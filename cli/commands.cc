@@ -36,23 +36,24 @@ int Commands::Print(const ApiResult& r, View view) {
 int Commands::Report(const ApiFailure& f) {
   switch (f.kind) {
     case ApiFailure::Kind::kUnreachable:
-      o_.err << "sluice: " << f.detail << "\n";
+      o_.err << "sluice: " << f.problem.detail << "\n";
       return kExitUnreachable;
     case ApiFailure::Kind::kBadAnswer:
-      o_.err << "sluice: " << f.detail << "\n";
+      o_.err << "sluice: " << f.problem.detail << "\n";
       return kExitRefused;
     case ApiFailure::Kind::kRefused:
       break;
   }
-  o_.err << "sluice: " << CleanCell(f.code.empty() ? "error" : f.code) << " (HTTP " << f.status
+  const Problem& p = f.problem;
+  o_.err << "sluice: " << CleanCell(p.code.empty() ? "error" : p.code) << " (HTTP " << p.status
          << ")";
-  if (!f.detail.empty()) o_.err << ": " << CleanCell(f.detail);
+  if (!p.detail.empty()) o_.err << ": " << CleanCell(p.detail);
   o_.err << "\n";
-  if (f.retry_after_s) o_.err << "Retry-After: " << *f.retry_after_s << " s\n";
-  if (!f.estimated_start.empty()) {
-    o_.err << "estimated_start: " << CleanCell(f.estimated_start) << "\n";
+  if (p.retry_after_s) o_.err << "Retry-After: " << *p.retry_after_s << " s\n";
+  if (!p.estimated_start.empty()) {
+    o_.err << "estimated_start: " << CleanCell(p.estimated_start) << "\n";
   }
-  if (f.status == 401) o_.err << "sluice: check --token or SLUICE_TOKEN\n";
+  if (p.status == 401) o_.err << "sluice: check --token or SLUICE_TOKEN\n";
   return kExitRefused;
 }
 
@@ -134,17 +135,6 @@ int Commands::RevokeToken(const std::string& id) {
   return Print(api_.Delete("/v1/admin/tokens/" + PercentEncode(id)), RevokedView);
 }
 
-namespace {
-
-bool Retryable(const ApiFailure& f) {
-  if (f.kind == ApiFailure::Kind::kUnreachable) return true;
-  if (f.kind != ApiFailure::Kind::kRefused) return false;
-  return f.status == 503 ||
-         (f.status == 429 && (f.code == "queue_full" || f.code == "rate_limited"));
-}
-
-}  // namespace
-
 int Commands::Submit(const SubmitSpec& spec) {
   json body = json::object();
   if (spec.payload) body["payload"] = *spec.payload;
@@ -165,16 +155,16 @@ int Commands::Submit(const SubmitSpec& spec) {
       return kExitOk;
     }
     const ApiFailure& f = r.failure();
-    if (failures >= spec.retries || !Retryable(f)) return Report(f);
+    if (failures >= spec.retries || !IsTransient(ToError(f))) return Report(f);
     const int64_t delay_ms =
-        RetryDelayMs(BackoffPolicy{}, failures + 1, f.retry_after_s, unit(rng));
+        RetryDelayMs(BackoffPolicy{}, failures + 1, f.problem.retry_after_s, unit(rng));
     if (delay_ms > spec.max_wait_s * 1000) {
       o_.err << "sluice: the server asks to wait " << (delay_ms + 999) / 1000
              << " s, more than --max-wait-s " << spec.max_wait_s << "\n";
       return Report(f);
     }
-    o_.err << "sluice: " << CleanCell(f.code.empty() ? "no answer" : f.code);
-    if (f.status) o_.err << " (HTTP " << f.status << ")";
+    o_.err << "sluice: " << CleanCell(f.problem.code.empty() ? "no answer" : f.problem.code);
+    if (f.problem.status) o_.err << " (HTTP " << f.problem.status << ")";
     o_.err << "; retrying in " << delay_ms << " ms (" << failures + 1 << " of " << spec.retries
            << ")\n";
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));  // a time, not an event

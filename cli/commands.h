@@ -1,7 +1,7 @@
 // The sluice CLI's commands over the HTTP API. Each sends its request(s), prints the view
 // (or, with --json, the server's JSON) to `out` and any refusal to `err`, and returns the
 // process exit code. Parsing arguments is main.cc's job; rendering is views.cc's.
-// Not thread-safe (it drives one ApiClient).
+// Not thread-safe (it drives one Connection).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/api_client.h"
+#include "client/connection.h"
 
 namespace sluice::cli {
 
@@ -61,7 +61,7 @@ struct SubmitSpec {
 
 class Commands {
  public:
-  Commands(ApiClient& api, Output output) : api_(api), o_(output) {}
+  Commands(Connection& api, Output output) : api_(api), o_(output) {}
 
   int Queues();
   int Tenants(const std::string& queue);
@@ -80,7 +80,7 @@ class Commands {
   // Prints a failure to `err` and returns its exit code.
   int Report(const ApiFailure& f);
 
-  ApiClient& api_;
+  Connection& api_;
   Output o_;
 };
 

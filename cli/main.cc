@@ -8,8 +8,8 @@
 #include <iostream>
 #include <iterator>
 
-#include "cli/api_client.h"
 #include "cli/commands.h"
+#include "client/connection.h"
 
 namespace {
 
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   }
 
   std::string why;
-  auto url = sluice::cli::ParseServerUrl(server, &why);
+  auto url = sluice::ParseServerUrl(server, &why);
   if (!url) return Usage(why);
   if (token.empty()) return Usage("a token is required: set SLUICE_TOKEN (or pass --token)");
   if (submit->parsed() && !payload_arg.empty()) {
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     if (!submit_spec.payload) return Usage(why);
   }
 
-  sluice::cli::ApiClient api(*url, token);
+  sluice::Connection api(*url, token);
   sluice::cli::Commands commands(api, {std::cout, std::cerr, json});
   int rc = kExitUsage;
   if (queues->parsed()) rc = commands.Queues();

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "client/server_flag.h"
 #include "worker/signals.h"
 #include "worker/worker.h"
 
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
   std::string out_dir = "var/reports";
   int ms_per_row = 20;
   CLI::App cli{"report-export worker (in-process, C++ library)"};
-  cli.add_option("--server", options.server, "sluice URL")->required()->envname("SLUICE_SERVER");
+  sluice::AddServerFlag(cli, options.server, "sluice URL")->required()->envname("SLUICE_SERVER");
   cli.add_option("--token", options.token, "work token (prefer SLUICE_TOKEN)")
       ->envname("SLUICE_TOKEN");
   cli.add_option("--queue", options.queues, "queue(s) to work on");

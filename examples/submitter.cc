@@ -8,8 +8,6 @@
 //   SLUICE_TOKEN_ACME=... sluice-submit --server URL --tenant acme [--tenant globex]
 //       [--jobs 12] [--bursts 1] [--interval-ms 8000] [--deadline-in-ms 60000]
 // A tenant's token comes from SLUICE_TOKEN_<TENANT> (upper case), else SLUICE_TOKEN.
-#include <httplib.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -20,10 +18,12 @@
 #include <random>
 #include <thread>
 
+#include "client/connection.h"
+#include "client/server_flag.h"
+#include "common/encoding.h"
 #include "common/random.h"
 #include "common/time.h"
 #include "worker/backoff.h"
-#include "worker/client.h"
 
 namespace {
 
@@ -32,7 +32,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 struct Flags {
-  std::string server, queue = "report-export", run_id;
+  sluice::ServerUrl server;
+  std::string queue = "report-export", run_id;
   std::vector<std::string> tenants;
   int jobs = 12, bursts = 1, interval_ms = 8000, rows_min = 5, rows_max = 40;
   int64_t deadline_in_ms = 60000;
@@ -43,7 +44,7 @@ struct Pending {
   int seq = 0;
   int burst = 0;
   std::string key;  // Idempotency-Key: one per job, reused by every try
-  std::string body;
+  json body;
   sluice::Micros deadline = 0;
   Clock::time_point next_try;
   int tries = 0;
@@ -93,14 +94,9 @@ json ReportPayload(std::mt19937_64& rng, const Flags& f, const std::string& tena
 Tally SubmitTenant(const Flags& f, const std::string& tenant, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto unit = [&] { return std::uniform_real_distribution<double>(0, 1)(rng); };
-  httplib::Client http(f.server);
-  http.set_tcp_nodelay(true);  // NOTES.md pitfall 1
-  http.set_keep_alive(true);
-  http.set_connection_timeout(5, 0);
-  http.set_read_timeout(30, 0);
-  http.set_bearer_token_auth(TokenFor(tenant));
+  sluice::Connection http(f.server, TokenFor(tenant));
   const sluice::BackoffPolicy backoff{500, 10000};
-  const std::string path = "/v1/queues/" + f.queue + "/jobs";
+  const std::string path = "/v1/queues/" + sluice::PercentEncode(f.queue) + "/jobs";
 
   Tally tally;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> todo;
@@ -122,8 +118,7 @@ Tally SubmitTenant(const Flags& f, const std::string& tenant, uint64_t seed) {
         p.deadline = sluice::WallNowMicros() + f.deadline_in_ms * sluice::kMicrosPerMilli;
         p.body = json{{"payload", payload},
                       {"cost", 1 + static_cast<int>(payload["rows"].size()) / 20},
-                      {"deadline", sluice::FormatRfc3339(p.deadline)}}
-                     .dump();
+                      {"deadline", sluice::FormatRfc3339(p.deadline)}};
         p.next_try = burst_at;
         todo.push(std::move(p));
       }
@@ -134,17 +129,14 @@ Tally SubmitTenant(const Flags& f, const std::string& tenant, uint64_t seed) {
     todo.pop();
     std::this_thread::sleep_until(p.next_try);  // waiting for a time, not an event
     ++p.tries;
-    auto res = http.Post(path.c_str(), {{"Idempotency-Key", p.key}}, p.body, "application/json");
-    sluice::Error err = sluice::MakeError(sluice::ErrorCode::kStorageUnavailable, "");
-    bool accepted = false;
-    if (!res) {
-      err.detail = "no answer: " + httplib::to_string(res.error());
-    } else if (res->status == 202) {
-      accepted = true;
-      if (res->get_header_value("Idempotent-Replayed") == "true") ++tally.replayed;
+    sluice::ApiResult res = http.Post(path, p.body, {{"Idempotency-Key", p.key}});
+    sluice::Error err = sluice::MakeError(sluice::ErrorCode::kInternal, "");
+    const bool accepted = res.ok();
+    if (accepted) {
+      if (res.value().header("Idempotent-Replayed") == "true") ++tally.replayed;
     } else {
-      err = sluice::ErrorFromResponse(res->status, res->body, res->get_header_value("Retry-After"));
-      if (res->status == 429) ++tally.answered_429;
+      err = sluice::ToError(res.failure());
+      if (res.failure().problem.status == 429) ++tally.answered_429;
     }
     const bool first = p.tries == 1;
     if (first) {
@@ -193,7 +185,7 @@ Tally SubmitTenant(const Flags& f, const std::string& tenant, uint64_t seed) {
 int main(int argc, char** argv) {
   Flags f;
   CLI::App cli{"sluice-submit: submits report-export jobs, retrying 429s politely"};
-  cli.add_option("--server", f.server, "sluice URL")->required()->envname("SLUICE_SERVER");
+  sluice::AddServerFlag(cli, f.server, "sluice URL")->required()->envname("SLUICE_SERVER");
   cli.add_option("--tenant", f.tenants, "tenant (token in SLUICE_TOKEN_<TENANT>); repeat")
       ->required();
   cli.add_option("--queue", f.queue, "queue to submit to");

@@ -29,6 +29,7 @@ max_len() {
     fuzz_rfc3339) echo 256 ;;
     fuzz_router) echo 8192 ;;
     fuzz_client_ip) echo 8192 ;;
+    fuzz_client) echo 8192 ;;
     *) echo 200000 ;;
   esac
 }

@@ -48,7 +48,7 @@ for kind in "${KINDS[@]}"; do
       configure build-asan address,undefined -DSLUICE_FUZZ=ON
       echo "==> building build-asan"
       cmake --build build-asan -j"$JOBS" --target common_tests shaper_tests store_tests \
-        server_tests worker_tests cli_tests fuzz_targets
+        server_tests client_tests worker_tests cli_tests fuzz_targets
       [ "$BUILD_ONLY" -eq 1 ] && continue
       echo "==> ASan+UBSan: unit and store tests, fuzz corpora"
       ctest --test-dir build-asan -L 'unit|fuzz' --output-on-failure -j2

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/server_flag.h"
 #include "worker/command_job.h"
 #include "worker/signals.h"
 #include "worker/worker.h"
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   int64_t drain_ms = 30000, kill_grace_ms = 5000;
   std::optional<int64_t> lease_ms, timeout_ms;
   CLI::App cli{"sluice-worker: runs CMD once per job leased from sluice"};
-  cli.add_option("--server", options.server, "sluice URL, e.g. http://127.0.0.1:8080")
+  sluice::AddServerFlag(cli, options.server, "sluice URL, e.g. http://127.0.0.1:8080")
       ->required()
       ->envname("SLUICE_SERVER");
   cli.add_option("--token", options.token, "work-scoped token (prefer the env variable)")

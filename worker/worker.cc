@@ -113,7 +113,8 @@ Worker::Worker(WorkerOptions options, JobHandler handler)
     : options_(std::move(options)),
       handler_(std::move(handler)),
       lease_client_(options_.server, options_.token,
-                    options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id) {
+                    options_.worker_id.empty() ? DefaultWorkerId() : options_.worker_id,
+                    options_.wait_ms) {
   if (options_.worker_id.empty()) options_.worker_id = DefaultWorkerId();
   options_.concurrency = std::max(1, options_.concurrency);
   if (!options_.random) {
@@ -139,7 +140,7 @@ Status Worker::Run() {
   std::string queues;
   for (const std::string& q : options_.queues) queues += (queues.empty() ? "" : ",") + q;
   spdlog::info("worker={} queues={} concurrency={} server={}: started", options_.worker_id,
-               LogValue(queues), options_.concurrency, options_.server);
+               LogValue(queues), options_.concurrency, options_.server.ToString());
   std::thread leaser([this] { LeaseLoop(); });
   std::thread heart([this] { HeartbeatLoop(); });
   std::vector<std::thread> handlers;
@@ -314,7 +315,7 @@ std::optional<AckResult> Worker::Carry(Running& run, const JobAck& ack) {
 }
 
 void Worker::HeartbeatLoop() {
-  WorkerClient client(options_.server, options_.token, options_.worker_id);
+  WorkerClient client(options_.server, options_.token, options_.worker_id, options_.wait_ms);
   std::unique_lock lock(mu_);
   while (!heartbeat_exit_) {
     // Sleep until the earliest heartbeat or lease end, or until something changes.
@@ -366,7 +367,7 @@ void Worker::HeartbeatLoop() {
 }
 
 void Worker::HandlerLoop() {
-  WorkerClient client(options_.server, options_.token, options_.worker_id);
+  WorkerClient client(options_.server, options_.token, options_.worker_id, options_.wait_ms);
   while (true) {
     std::shared_ptr<Running> run;
     {

@@ -26,9 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "client/server_url.h"
+#include "client/worker_client.h"
 #include "common/error.h"
 #include "worker/backoff.h"
-#include "worker/client.h"
 #include "worker/unique_fd.h"
 
 namespace sluice {
@@ -82,7 +83,7 @@ class JobContext {
 using JobHandler = std::function<JobOutcome(JobContext&)>;
 
 struct WorkerOptions {
-  std::string server;     // e.g. "http://127.0.0.1:8080"
+  ServerUrl server;       // ParseServerUrl("http://127.0.0.1:8080", ...)
   std::string token;      // work scope; never logged
   std::string worker_id;  // default: hostname-pid
   std::vector<std::string> queues;

@@ -1,10 +1,10 @@
 // The client's timing math (worker/backoff.h), with the random draw supplied, and which
-// answers it retries (worker/client.h IsTransient).
+// answers it retries (client/problem.h IsTransient).
 #include "worker/backoff.h"
 
 #include <catch2/catch.hpp>
 
-#include "worker/client.h"
+#include "client/problem.h"
 
 namespace sluice {
 namespace {
@@ -68,18 +68,18 @@ TEST_CASE("heartbeats extend by the lease, but not past the timeout") {
 TEST_CASE("which answers a client retries after a backoff") {
   for (const char* body : {R"({"error":"rate_limited","retry_after":7})",
                            R"({"error":"queue_full","retry_after":7})"}) {
-    const Error e = ErrorFromResponse(429, body, "");
+    const Error e = ToError(ParseProblem(429, body, ""));
     CHECK(IsTransient(e));
     CHECK(e.retry_after_s == 7);
     CHECK(RetryDelayMs(BackoffPolicy{}, 1, e.retry_after_s, 0.999) >= 7000);
   }
   // A concurrency layer's refusal names no wait: backoff alone.
-  const Error no_wait = ErrorFromResponse(429, R"({"error":"rate_limited"})", "");
+  const Error no_wait = ToError(ParseProblem(429, R"({"error":"rate_limited"})", ""));
   CHECK(IsTransient(no_wait));
   CHECK_FALSE(no_wait.retry_after_s.has_value());
-  CHECK(IsTransient(ErrorFromResponse(503, "", "2")));
-  CHECK_FALSE(IsTransient(ErrorFromResponse(429, R"({"error":"deadline_unreachable"})", "")));
-  CHECK_FALSE(IsTransient(ErrorFromResponse(401, R"({"error":"unauthorized"})", "")));
+  CHECK(IsTransient(ToError(ParseProblem(503, "", "2"))));
+  CHECK_FALSE(IsTransient(ToError(ParseProblem(429, R"({"error":"deadline_unreachable"})", ""))));
+  CHECK_FALSE(IsTransient(ToError(ParseProblem(401, R"({"error":"unauthorized"})", ""))));
 }
 
 }  // namespace

@@ -1,19 +1,17 @@
-// A small C++ client for the sluice worker protocol (DESIGN.md "HTTP API v1"): long-poll
+// The sluice worker protocol (DESIGN.md "HTTP API v1") over one Connection: long-poll
 // leases (acks riding along), heartbeat, complete, fail, batch acks. One call = one HTTP
-// request, no retries: errors come
-// back as sluice::Error with the server's code (IsTransient says whether to back off and
-// retry; worker/worker.h does that). One WorkerClient per thread: it owns one keep-alive
-// connection and its calls are serialized; only Interrupt() may be called from another
-// thread.
+// request, no retries: errors come back as sluice::Error with the server's code
+// (client/problem.h; IsTransient says whether to back off and retry, worker/worker.h
+// does that). One WorkerClient per thread: it owns one keep-alive connection and its
+// calls are serialized; only Interrupt() may be called from another thread.
 #pragma once
-
-#include <httplib.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "client/connection.h"
 #include "common/error.h"
 
 namespace sluice {
@@ -62,9 +60,11 @@ class WorkerClient {
   static constexpr int kMaxJobsPerLease = 100;
   static constexpr size_t kMaxAcksPerRequest = 100;  // the server's kMaxAcks
 
-  // `base_url` like "http://127.0.0.1:8080"; `token` a work-scoped token (kept in
-  // memory only, never logged); `worker_id` names this worker in the server's records.
-  WorkerClient(const std::string& base_url, std::string token, std::string worker_id);
+  // `token` a work-scoped token (kept in memory only, never logged); `worker_id` names
+  // this worker in the server's records; `longest_wait_ms` the longest long-poll it
+  // will ask for (the read timeout outlasts it).
+  WorkerClient(const ServerUrl& server, std::string_view token, std::string worker_id,
+               int64_t longest_wait_ms = 30000);
 
   // Waits up to `wait_ms` for up to `max_jobs` jobs; an empty vector when none came.
   Result<std::vector<LeasedJob>> Lease(const LeaseOptions& options);
@@ -89,23 +89,21 @@ class WorkerClient {
 
   // Aborts the request in flight (e.g. a long-poll) from another thread; it returns an
   // error. Later calls reconnect.
-  void Interrupt() { http_.stop(); }
+  void Interrupt() { connection_.Interrupt(); }
 
  private:
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
+  // "/v1/jobs/<id>/<action>", the id percent-encoded.
+  static std::string JobPath(const LeasedJob& job, const char* action);
 
-  httplib::Client http_;
+  Connection connection_;
   std::string worker_id_;
 };
 
-// Turns an HTTP answer into an Error (problem+json when the server sent one). A
-// `Retry-After` header fills retry_after_s when the body has no retry_after.
-Error ErrorFromResponse(int status, const std::string& body,
-                        const std::string& retry_after_header = "");
-
-// True for errors worth retrying after a backoff: the server could not be reached or
-// answered 503 (both reported as kStorageUnavailable), 429 queue_full or rate_limited
-// (an intake layer), 5xx internal.
-bool IsTransient(const Error& e);
+// The answer readers WorkerClient uses, pure (tests/fuzz/fuzz_client.cc drives them):
+// the jobs of a lease answer, and the per-item results of acks (`expected` of them). An
+// answer of the wrong shape is kInternal, never an exception.
+Result<std::vector<LeasedJob>> ReadLeasedJobs(const nlohmann::json& answer);
+Result<std::vector<AckResult>> ReadAckResults(const nlohmann::json& results, size_t expected);
 
 }  // namespace sluice

@@ -1,9 +1,9 @@
-// Which --server values the CLI accepts, and how refusals are read.
+// Which --server values the clients (sluice, sluice-worker, the examples) accept.
+#include "client/server_url.h"
+
 #include <catch2/catch.hpp>
 
-#include "cli/api_client.h"
-
-namespace sluice::cli {
+namespace sluice {
 namespace {
 
 TEST_CASE("server url: http and https with host and optional port") {
@@ -31,22 +31,5 @@ TEST_CASE("server url: anything else is refused with a reason") {
   }
 }
 
-TEST_CASE("refusals: problem+json code, detail and Retry-After are kept") {
-  auto f = FailureFromResponse(
-      429, R"({"type":"about:blank","status":429,"error":"queue_full","detail":"full"})", "7");
-  CHECK(f.kind == ApiFailure::Kind::kRefused);
-  CHECK(f.status == 429);
-  CHECK(f.code == "queue_full");
-  CHECK(f.detail == "full");
-  CHECK(f.retry_after_s == 7);
-  auto g = FailureFromResponse(
-      429, R"({"error":"deadline_unreachable","estimated_start":"2026-01-01T00:00:00Z"})", "");
-  CHECK(g.estimated_start == "2026-01-01T00:00:00Z");
-  CHECK_FALSE(g.retry_after_s);
-  auto h = FailureFromResponse(502, "<html>bad gateway</html>", "");
-  CHECK(h.code.empty());
-  CHECK(h.detail == "<html>bad gateway</html>");
-}
-
 }  // namespace
-}  // namespace sluice::cli
+}  // namespace sluice
