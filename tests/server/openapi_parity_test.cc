@@ -103,7 +103,8 @@ const json& Resolve(const json& node) {
   return Resolve(Document().at(json::json_pointer(ref.substr(1))));
 }
 
-TEST_CASE("the router, docs/openapi.yaml and docs/api.md name the same routes", "[openapi]") {
+TEST_CASE("openapi: the router, docs/openapi.yaml and docs/api.md name the same routes",
+          "[openapi]") {
   const std::set<std::string> router = RouterRoutes();
   std::set<std::string> openapi;
   for (const auto& [path, item] : Document().at("paths").items()) {
@@ -122,7 +123,7 @@ TEST_CASE("the router, docs/openapi.yaml and docs/api.md name the same routes", 
   CHECK(router == api_md);
 }
 
-TEST_CASE("each operation's x-route-group is its route's group", "[openapi]") {
+TEST_CASE("openapi: each operation's x-route-group is its route's group", "[openapi]") {
   for (const auto& [path, item] : Document().at("paths").items()) {
     for (const auto& [method, op] : item.items()) {
       if (!Methods().count(method)) continue;
@@ -137,7 +138,8 @@ TEST_CASE("each operation's x-route-group is its route's group", "[openapi]") {
   }
 }
 
-TEST_CASE("the document's error codes are the server's, each under its status", "[openapi]") {
+TEST_CASE("openapi: the document's error codes are the server's, each under its status",
+          "[openapi]") {
   std::set<std::string> ours;
   for (ErrorCode c : kAllErrorCodes) ours.insert(std::string(ErrorCodeName(c)));
   std::set<std::string> documented;
@@ -196,7 +198,7 @@ TEST_CASE("the document's error codes are the server's, each under its status", 
   CHECK(listed == expected);
 }
 
-TEST_CASE("the document's security roles are the token scopes", "[openapi]") {
+TEST_CASE("openapi: the document's security roles are the token scopes", "[openapi]") {
   for (const auto& [path, item] : Document().at("paths").items()) {
     for (const auto& [method, op] : item.items()) {
       if (!Methods().count(method)) continue;
