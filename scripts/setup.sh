@@ -23,6 +23,7 @@ PACKAGES=(cmake g++ make pkg-config libboost-dev libboost-system-dev libsqlite3-
           haproxy  # scripts/cluster-demo.sh: round-robin in front of several sluiced
           faketime  # clock skew between instances (tests/system/cluster_limits_test.cc)
           prometheus  # promtool and a real scrape (tests/system/admin_test.cc, ops_test.cc)
+          python3 python3-yaml  # docs/openapi.yaml -> JSON at build time (server/openapi_embed.py)
           clang libclang-rt-14-dev)  # sanitizer and fuzz builds (scripts/sanitize.sh, fuzz.sh)
 
 missing=()
@@ -41,14 +42,16 @@ fi
 
 [ "$INSTALL_ONLY" -eq 1 ] && exit 0
 
-# playwright-core for the dashboard test (tests/dashboard), as locked; it drives the
-# chromium installed above and downloads no browser of its own.
-DASH=tests/dashboard
-if [ ! -f "$DASH/node_modules/.package-lock.json" ] ||
-   [ "$DASH/package-lock.json" -nt "$DASH/node_modules/.package-lock.json" ]; then
-  echo "==> installing $DASH/node_modules (npm ci)"
-  (cd "$DASH" && npm ci --no-audit --no-fund)
-fi
+# The tests' npm packages, as locked: playwright-core for the dashboard test
+# (tests/dashboard; it drives the chromium installed above and downloads no browser of
+# its own), and Redocly CLI, ajv and yaml for the OpenAPI tests (tests/openapi).
+for dir in tests/dashboard tests/openapi; do
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+     [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    echo "==> installing $dir/node_modules (npm ci)"
+    (cd "$dir" && npm ci --no-audit --no-fund)
+  fi
+done
 
 # CI turns warnings into errors; otherwise an existing build dir keeps its setting, so
 # a demo after a CI-style test run does not rebuild everything.

@@ -23,8 +23,9 @@ struct Entry {
 };
 
 // Every route of the API. A route added to the router must be added here too (the
-// router refuses it otherwise), and to the table in docs/api.md.
-constexpr std::array<Entry, 31> kRoutes{{
+// router refuses it otherwise), and to docs/api.md and docs/openapi.yaml (with its
+// x-route-group): tests/server/openapi_parity_test.cc holds the three together.
+constexpr std::array<Entry, 32> kRoutes{{
     {"POST", "/v1/queues/{}/jobs", RouteGroup::kSubmit},
     {"POST", "/v1/queues/{}/jobs:batch", RouteGroup::kSubmit},
     {"DELETE", "/v1/jobs/{}", RouteGroup::kSubmit},
@@ -56,6 +57,7 @@ constexpr std::array<Entry, 31> kRoutes{{
     {"GET", "/admin/", RouteGroup::kRead},
     {"GET", "/admin/app.js", RouteGroup::kRead},
     {"GET", "/admin/style.css", RouteGroup::kRead},
+    {"GET", "/v1/openapi.json", RouteGroup::kRead},
 }};
 
 }  // namespace

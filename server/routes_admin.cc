@@ -8,6 +8,7 @@
 #include "server/errors.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/openapi.h"
 #include "server/request_readers.h"
 
 namespace sluice {
@@ -303,6 +304,7 @@ void RegisterRoutes(Router& router, App& app) {
   RegisterAdminRoutes(router, app);
   RegisterLimitRoutes(router, app);
   RegisterAdminPageRoutes(router);
+  RegisterOpenApiRoutes(router);
 }
 
 }  // namespace sluice
