@@ -137,6 +137,20 @@ json ParseStored(const std::optional<std::string>& text) {
   return j.is_discarded() ? json(*text) : j;
 }
 
+// A job's failed attempts as the API shows them: the store keeps each entry's "at" in
+// microseconds; the wire has RFC 3339, like every other time.
+json ErrorsToJson(std::string_view stored) {
+  json errors = json::parse(stored, nullptr, false);
+  if (!errors.is_array()) return json::array();
+  for (json& e : errors) {
+    auto at = e.is_object() ? e.find("at") : e.end();
+    if (e.is_object() && at != e.end() && at->is_number_integer()) {
+      *at = FormatRfc3339(at->get<int64_t>());
+    }
+  }
+  return errors;
+}
+
 }  // namespace
 
 json JobToJson(const JobRecord& job) {
@@ -156,7 +170,7 @@ json JobToJson(const JobRecord& job) {
             {"estimated_start", FormatRfc3339(job.estimated_start)},
             {"lease_expires_at", TimeOrNull(job.lease_expires_at)},
             {"result", ParseStored(job.result)},
-            {"errors", ParseStored(job.errors)},
+            {"errors", ErrorsToJson(job.errors)},
             {"finished_at", TimeOrNull(job.finished_at)},
             {"traceparent", job.traceparent ? json(*job.traceparent) : json()}};
   return j;
@@ -252,7 +266,11 @@ std::string JobJson(const JobRecord& job) {
     o.Key("cost") += std::to_string(job.cost);
     AppendTime(o.Key("created_at"), job.created_at);
     AppendTime(o.Key("deadline"), job.deadline);
-    AppendStored(o.Key("errors"), std::string_view(job.errors));
+    if (job.errors == "[]") {  // the common case, without a parse
+      o.Key("errors") += "[]";
+    } else {
+      o.Key("errors") += ErrorsToJson(job.errors).dump();
+    }
     AppendTime(o.Key("estimated_start"), job.estimated_start);
     AppendTime(o.Key("finished_at"), job.finished_at);
     AppendString(o.Key("id"), job.id);

@@ -108,6 +108,19 @@ TEST_CASE("JobJson and LeasedJobJson print what the JSON objects print", "[http]
   }
 }
 
+TEST_CASE("A failed attempt's time is stored in microseconds and shown in RFC 3339", "[http]") {
+  JobRecord job;
+  job.id = "job_1";
+  job.queue = "q";
+  job.tenant = "acme";
+  job.errors = R"([{"attempt":1,"error":"boom","at":1796127690636460}])";
+  const json j = json::parse(JobJson(job));
+  REQUIRE(j["errors"].size() == 1);
+  CHECK(j["errors"][0]["at"] == "2026-12-01T12:21:30.636Z");
+  CHECK(j["errors"][0]["error"] == "boom");
+  CHECK(JobJson(job) == JobToJson(job).dump());
+}
+
 TEST_CASE("A fresh job renders with nulls where nothing happened yet", "[http]") {
   JobRecord job;
   job.id = "job_1";

@@ -314,6 +314,9 @@ TEST_CASE("fail: retryable goes back to queued, then fails for good") {
   CHECK(r2.body["state"] == "failed");
   CHECK(r2.body["errors"].size() == 2);
   CHECK(r2.body["errors"][1]["error"] == "again");
+  // Times on the wire are RFC 3339, a failed attempt's included.
+  REQUIRE(r2.body["errors"][1]["at"].is_string());
+  CHECK(ParseRfc3339(r2.body["errors"][1]["at"].get<std::string>()).has_value());
 }
 
 TEST_CASE("an acknowledged job survives kill -9") {
