@@ -3,7 +3,6 @@
 // set; each operation's x-route-group is its route's group; the document's error codes
 // are common/error.h's, each in a response of the status server/errors.cc gives it; and
 // its security roles are scopes.
-#include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -14,15 +13,12 @@
 #include <string>
 
 #include "common/error.h"
-#include "server/app.h"
 #include "server/auth.h"
-#include "server/dispatcher.h"
 #include "server/errors.h"
-#include "server/metrics.h"
 #include "server/openapi.h"
 #include "server/route_groups.h"
 #include "server/router.h"
-#include "tests/store/store_fixture.h"
+#include "tests/fuzz/route_table.h"
 
 namespace sluice::testing {
 namespace {
@@ -55,16 +51,8 @@ std::set<std::string> Minus(const std::set<std::string>& a, const std::set<std::
 }
 
 std::set<std::string> RouterRoutes() {
-  StoreFixture store;
-  boost::asio::io_context io;
-  Authenticator auth(store.store(), "openapi-parity-admin");
-  Dispatcher dispatcher(io, store.store(), store.clock());
-  Metrics metrics;
-  App app{store.store(), auth, dispatcher, store.clock(), metrics};
-  Router router;
-  RegisterRoutes(router, app);
   std::set<std::string> out;
-  for (const Router::Route& r : router.routes()) out.insert(r.method + " " + r.pattern);
+  for (const Router::Route& r : fuzz::RealRoutes().routes()) out.insert(r.method + " " + r.pattern);
   return out;
 }
 
