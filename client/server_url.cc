@@ -12,8 +12,7 @@ std::string ServerUrl::ToString() const {
 std::optional<ServerUrl> ParseServerUrl(const std::string& text, std::string* why) {
   static const std::regex kUrl(
       R"(^(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:(\d{1,5}))?/?$)");
-  // A host name is at most 253 bytes (RFC 1035); the bound also keeps std::regex, which
-  // recurses per character, off deep stacks.
+  // The bound keeps std::regex, which recurses per character, off deep stacks.
   constexpr size_t kMaxUrl = 300;
   std::smatch m;
   if (text.size() > kMaxUrl || !std::regex_match(text, m, kUrl)) {
@@ -23,7 +22,18 @@ std::optional<ServerUrl> ParseServerUrl(const std::string& text, std::string* wh
   ServerUrl url;
   url.scheme = m[1];
   url.host = m[2];
-  if (url.host.front() == '[') url.host = url.host.substr(1, url.host.size() - 2);
+  if (url.host.front() == '[') {
+    url.host = url.host.substr(1, url.host.size() - 2);
+    if (url.host.find(':') == std::string::npos) {
+      *why = "the server URL's [host] must be an IPv6 address";
+      return std::nullopt;
+    }
+  }
+  // RFC 1035's bound; it also keeps ToString(), which adds the port, under kMaxUrl.
+  if (url.host.size() > 253) {
+    *why = "the server URL's host is longer than 253 bytes";
+    return std::nullopt;
+  }
   url.port = url.scheme == "https" ? 443 : 80;
   if (m[4].matched) url.port = std::stoi(m[4]);
   if (url.port < 1 || url.port > 65535) {

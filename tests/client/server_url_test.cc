@@ -31,5 +31,21 @@ TEST_CASE("server url: anything else is refused with a reason") {
   }
 }
 
+// The fuzzer found a 295-byte URL that parsed but printed (with ":80" added) past the
+// length bound, so its own ToString() did not parse again.
+TEST_CASE("server url: whatever parses prints as a URL that parses to itself") {
+  std::string why;
+  const std::string longest = "http://" + std::string(253, 'a');
+  auto a = ParseServerUrl(longest, &why);
+  REQUIRE(a);
+  auto again = ParseServerUrl(a->ToString(), &why);
+  REQUIRE(again);
+  CHECK(again->ToString() == a->ToString());
+  CHECK_FALSE(ParseServerUrl("http://" + std::string(254, 'a'), &why));
+  CHECK_FALSE(ParseServerUrl("http://" + std::string(288, 'a') + "/", &why));
+  CHECK_FALSE(ParseServerUrl("http://[1.2]", &why));  // brackets hold an IPv6 address
+  CHECK(why.find("IPv6") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace sluice
