@@ -10,6 +10,15 @@
 // next transaction. So a request meets no hand-off on its way in, and waits only for
 // the commit and flush that follow it.
 //
+// When nothing is flushed before answering (synchronous NORMAL or OFF) and there is a
+// completions executor (the server's I/O threads), the committer is not woken: the
+// thread that opens a transaction posts its commit to that executor, so the commit runs
+// after the handlers already queued there, whose operations join it, and answers them
+// there. That saves two wake-ups per commit (measured: 0.83 -> 0.50 context switches
+// per job at 16 connections). A caller blocked in Run() may be one of the executor's
+// threads, so a transaction holding one is committed by the committer, as is whatever
+// is left when the writer closes.
+//
 // Invariants:
 //   1. Each operation runs inside its own SAVEPOINT: an operation that fails leaves
 //      nothing behind, and does not undo the others in its transaction.
@@ -179,6 +188,9 @@ class Writer {
   // Runs queued operations in the open transaction until none is left (returns false)
   // or the transaction is full (true); db_mu_ held. Adds those to finish now.
   bool RunQueuedLocked(Finished* finished);
+  // Takes the connection, if it is free, to run what is queued, and again while callers
+  // queue more; leaves the commit to the committer or to a posted commit.
+  void RunQueued();
   bool HasQueued();
   // Asks the committer to look for work (records it under queue_mu_, then notifies).
   void WakeCommitter();
@@ -192,6 +204,9 @@ class Writer {
   // Finishes `ops` (through completions_ when deferred, with one call for all).
   void Finish(Finished ops);
   void CommitLoop();
+  // Runs what is queued, commits the open transaction (flushing if need be) and answers
+  // its callers; returns true once the writer is stopping and nothing is left.
+  bool CommitOnce();
   // Commits the open transaction; db_mu_ held. Returns the error if it failed, else
   // sets `seconds` to the COMMIT's duration.
   std::optional<Error> CommitLocked(double* seconds);
@@ -225,6 +240,20 @@ class Writer {
   bool wake_ = false;                   // the committer should look; guarded by queue_mu_
   std::function<void()> before_sleep_;  // tests only; guarded by queue_mu_
   std::thread committer_;
+  // When nothing is flushed before answering (synchronous NORMAL or OFF), the thread
+  // that runs an operation posts the commit to the completions executor, instead of
+  // waking the committer: the commit runs on that thread after the handlers already
+  // queued there. The committer still commits what callers that found the connection
+  // taken left queued. A posted commit finds the writer through `inline_commit_`, which
+  // the destructor clears.
+  struct InlineCommit {
+    std::mutex mu;
+    Writer* writer = nullptr;  // guarded by mu
+  };
+  bool inline_ = false;
+  bool commit_posted_ = false;  // a commit is posted and has not run; guarded by db_mu_
+  bool waiter_ = false;         // a Run() caller waits on the open transaction; by db_mu_
+  std::shared_ptr<InlineCommit> inline_commit_ = std::make_shared<InlineCommit>();
 
   mutable std::mutex stats_mu_;
   uint64_t commits_ = 0;       // guarded by stats_mu_

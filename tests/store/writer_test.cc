@@ -587,5 +587,142 @@ TEST_CASE("A failing operation inside a batch does not undo the others", "[write
   CHECK(on_disk == committed_expected);
 }
 
+// A completions executor that keeps what it is given until the test runs it.
+class HeldTasks {
+ public:
+  Writer::Executor executor() {
+    return [this](std::function<void()> fn) {
+      std::lock_guard lock(mu_);
+      tasks_.push_back(std::move(fn));
+    };
+  }
+  size_t size() {
+    std::lock_guard lock(mu_);
+    return tasks_.size();
+  }
+  // Runs what is held, and what that adds, on this thread; returns how many ran.
+  size_t RunAll() {
+    size_t ran = 0;
+    for (;;) {
+      std::vector<std::function<void()>> now;
+      {
+        std::lock_guard lock(mu_);
+        now.swap(tasks_);
+      }
+      if (now.empty()) return ran;
+      for (auto& fn : now) fn();
+      ran += now.size();
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::function<void()>> tasks_;
+};
+
+// Inserts `k` through RunAsync, recording its answer in `done`.
+void InsertKeyAsync(Writer& w, int64_t k, std::vector<Status>* done) {
+  w.RunAsync<Ok>(
+      [k](sqlite::Db& d) -> Status {
+        d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+        return Ok{};
+      },
+      [done](Status st) { done->push_back(st); });
+}
+
+int64_t CountRowsInFile(const std::string& path) {
+  sqlite::Db db(path, "NORMAL", 5000);
+  sqlite::Stmt s = db.Prepare("SELECT count(*) FROM t");
+  s.Step();
+  return s.Int(0);
+}
+
+TEST_CASE("With nothing to flush, the caller's executor commits: no hand-off to a thread",
+          "[writer]") {
+  TempDir dir;
+  HeldTasks tasks;  // declared before the writer: outlives it
+  std::vector<Status> done;
+  std::vector<std::thread::id> committed_on;
+  {
+    Writer w(KeyTable(dir, "NORMAL"), 512, tasks.executor(), [&](double, size_t ops, bool flushed) {
+      committed_on.push_back(std::this_thread::get_id());
+      CHECK(ops == 3);
+      CHECK_FALSE(flushed);
+    });
+    for (int64_t k = 1; k <= 3; ++k) InsertKeyAsync(w, k, &done);
+    // All three ran in one transaction; one commit is posted, none made.
+    CHECK(tasks.size() == 1);
+    CHECK(w.commits() == 0);
+    CHECK(done.empty());
+    CHECK(tasks.RunAll() == 2);  // the commit, then one call that answers all three
+    CHECK(w.commits() == 1);
+    CHECK(w.operations() == 3);
+    REQUIRE(done.size() == 3);
+    for (const Status& st : done) CHECK(st.ok());
+    REQUIRE(committed_on.size() == 1);
+    CHECK(committed_on[0] == std::this_thread::get_id());
+    CHECK(CountRowsInFile(dir.File("w.db")) == 3);
+  }
+}
+
+TEST_CASE("A Run() caller and a writer closing do not wait for the executor", "[writer]") {
+  TempDir dir;
+  HeldTasks tasks;  // never run while the writer lives
+  std::vector<Status> done;
+  {
+    Writer w(KeyTable(dir, "NORMAL"), 512, tasks.executor());
+    // Run() blocks its caller, which may be the executor's only thread: the committer
+    // commits for it.
+    REQUIRE(InsertKey(w, 1).ok());
+    CHECK(w.commits() == 1);
+    InsertKeyAsync(w, 2, &done);
+    CHECK(tasks.size() == 1);  // its commit is posted, and never runs in time
+  }
+  // The writer committed it as it closed; the posted commit finds no writer.
+  CHECK(tasks.RunAll() == 2);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].ok());
+  CHECK(CountRowsInFile(dir.File("w.db")) == 2);
+}
+
+TEST_CASE("Concurrent callers on executor threads all commit, grouped, with nothing left",
+          "[writer]") {
+  TempDir dir;
+  HeldTasks tasks;
+  std::mutex done_mu;
+  std::vector<Status> done;
+  constexpr int kThreads = 4, kPerThread = 250;
+  {
+    Writer w(KeyTable(dir, "NORMAL"), 512, tasks.executor());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          w.RunAsync<Ok>(
+              [k = t * kPerThread + i](sqlite::Db& d) -> Status {
+                d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+                return Ok{};
+              },
+              [&](Status st) {
+                std::lock_guard lock(done_mu);
+                done.push_back(st);
+              });
+          if (i % 10 == 0) tasks.RunAll();  // as an event loop runs what is posted
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    tasks.RunAll();
+    // Whatever callers left queued while another held the connection was run by the
+    // holder and committed: every answer is in, with no committer to wake.
+    std::lock_guard lock(done_mu);
+    REQUIRE(done.size() == static_cast<size_t>(kThreads * kPerThread));
+    for (const Status& st : done) CHECK(st.ok());
+    CHECK(w.operations() == static_cast<uint64_t>(kThreads * kPerThread));
+    CHECK(w.commits() < w.operations());
+  }
+  CHECK(CountRowsInFile(dir.File("w.db")) == kThreads * kPerThread);
+}
+
 }  // namespace
 }  // namespace sluice
