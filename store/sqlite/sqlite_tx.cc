@@ -1,6 +1,7 @@
 #include "store/sqlite/sqlite_tx.h"
 
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "store/engine/token_text.h"
 #include "store/sql_files.h"
@@ -311,8 +312,23 @@ std::optional<JobRecord> SqliteTx::CompleteJob(const std::string& id, const std:
                                                const std::optional<std::string>& result,
                                                Micros now) {
   Stmt s = db_.Prepare(sql_.complete_job);
-  s.BindAll(id, lease_id, result, now);
+  s.BindAll(id, lease_id, result, now, std::optional<std::string>());
   return OneJob(s);
+}
+
+std::vector<std::optional<JobRecord>> SqliteTx::CompleteJobs(
+    const std::vector<CompleteItem>& items, const std::optional<std::vector<std::string>>& queues,
+    Micros now) {
+  std::optional<std::string> allowed;
+  if (queues) allowed = nlohmann::json(*queues).dump();
+  std::vector<std::optional<JobRecord>> out;
+  out.reserve(items.size());
+  for (const CompleteItem& c : items) {
+    Stmt s = db_.Prepare(sql_.complete_job);
+    s.BindAll(c.id, c.lease_id, c.result, now, allowed);
+    out.push_back(OneJob(s));
+  }
+  return out;
 }
 
 std::optional<LeaseRow> SqliteTx::SelectLiveLease(const std::string& id,

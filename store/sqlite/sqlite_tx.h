@@ -101,6 +101,10 @@ class SqliteTx final : public Tx {
   std::optional<JobRecord> CompleteJob(const std::string& id, const std::string& lease_id,
                                        const std::optional<std::string>& result,
                                        Micros now) override;
+  // One statement per item, the queue checked in it (no read of the job first).
+  std::vector<std::optional<JobRecord>> CompleteJobs(
+      const std::vector<CompleteItem>& items, const std::optional<std::vector<std::string>>& queues,
+      Micros now) override;
   std::optional<LeaseRow> SelectLiveLease(const std::string& id, const std::string& lease_id,
                                           Micros now) override;
   std::optional<JobRecord> EndAttempt(int64_t seq, bool retry, std::optional<Micros> available_at,

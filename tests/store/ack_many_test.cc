@@ -259,5 +259,22 @@ TEST_CASE("AckMany limited to some queues leaves another queue's job as it is", 
   CHECK(untouched.value().state == JobState::kLeased);
 }
 
+TEST_CASE("AckMany limited to several queues completes a job of any of them", "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(1'000'000);
+  f.PutQueue("mine", p);
+  f.PutQueue("theirs", p);
+  f.Admit("theirs", "acme");
+  LeaseOutcome theirs = f.Lease({"theirs"}, 1);
+  REQUIRE(theirs.jobs.size() == 1);
+  auto r = f.store().AckMany({Succeeded(theirs.jobs[0])}, f.now(),
+                             std::vector<std::string>{"mine", "theirs"});
+  REQUIRE(r.ok());
+  REQUIRE(r.value().size() == 1);
+  REQUIRE(r.value()[0].ok());
+  CHECK(r.value()[0].value().state == JobState::kSucceeded);
+  CHECK(f.Bucket("theirs", "acme").totals.succeeded == 1);
+}
+
 }  // namespace
 }  // namespace sluice

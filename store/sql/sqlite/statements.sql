@@ -164,9 +164,12 @@ RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
 
 -- name: complete_job
+-- ?5: NULL, or the queues (a JSON array) the job must be in, for a token limited to
+-- them: a job of another queue is left untouched, with no read of its own.
 UPDATE jobs SET state = 'succeeded', result = ?3, finished_at = ?4, lease_id = NULL,
   lease_expires_at = NULL
 WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
+  AND (?5 IS NULL OR queue IN (SELECT value FROM json_each(?5)))
 RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
   policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
