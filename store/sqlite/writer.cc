@@ -313,70 +313,68 @@ void Writer::CommitLoop() {
 }
 
 bool Writer::CommitOnce() {
+  std::vector<Op> ops;
+  Finished failed;  // lost with their transaction: answered at once
+  Finished riders;  // failed on their own: answered with the transaction they ran in
+  bool durable = false;
+  bool stop = false;
+  std::optional<Error> err;
+  double commit_seconds = 0;
   {
-    std::vector<Op> ops;
-    Finished failed;  // lost with their transaction: answered at once
-    Finished riders;  // failed on their own: answered with the transaction they ran in
-    bool durable = false;
-    bool stop = false;
-    std::optional<Error> err;
-    double commit_seconds = 0;
-    {
-      std::unique_lock db(db_mu_);
-      commit_posted_ = false;
-      waiter_ = false;
-      // Operations still queued (the transaction was full, or their callers found the
-      // connection taken) join this commit.
-      RunQueuedLocked(&failed);
-      riders.swap(riders_);
-      durable = riders_durable_;
-      riders_durable_ = false;
-      if (!in_txn_.empty()) {
-        ops.swap(in_txn_);
-        durable = durable || txn_durable_;
-        txn_durable_ = false;
-        err = CommitLocked(&commit_seconds);
-      } else if (stopping_ && !HasQueued()) {  // nothing left to commit
-        stop = true;
-        if (db_->InTransaction()) {
-          try {
-            db_->Exec("ROLLBACK");  // only failed operations ran in it
-          } catch (const sqlite::SqliteError&) {
-          }
+    std::unique_lock db(db_mu_);
+    commit_posted_ = false;
+    waiter_ = false;
+    // Operations still queued (the transaction was full, or their callers found the
+    // connection taken) join this commit.
+    RunQueuedLocked(&failed);
+    riders.swap(riders_);
+    durable = riders_durable_;
+    riders_durable_ = false;
+    if (!in_txn_.empty()) {
+      ops.swap(in_txn_);
+      durable = durable || txn_durable_;
+      txn_durable_ = false;
+      err = CommitLocked(&commit_seconds);
+    } else if (stopping_ && !HasQueued()) {  // nothing left to commit
+      stop = true;
+      if (db_->InTransaction()) {
+        try {
+          db_->Exec("ROLLBACK");  // only failed operations ran in it
+        } catch (const sqlite::SqliteError&) {
         }
       }
-      // Riders with no transaction saw only commits of this thread: all flushed by now,
-      // but for kCommitted ones, which a durable rider's flush below covers.
     }
-    Finish(std::move(failed));
-    if (!ops.empty() && !err) {
-      const bool waits_for_flush = pipelined() ? durable : flushes_;
-      if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);
-      if (pipelined()) unflushed_ = true;
-      std::lock_guard lock(stats_mu_);
-      ++commits_;
-      if (waits_for_flush) ++flushed_;
-      operations_ += ops.size();
-    }
-    // Every commit so far was made before this flush began, so it covers them. After a
-    // failed flush nothing is answered as done, committed or not (see the header).
-    if (!err && pipelined() && (flush_failed_ || (durable && unflushed_))) {
-      const auto started = Clock::now();
-      err = FlushWal();
-      if (!err) {
-        unflushed_ = false;
-        if (on_flush_) on_flush_(SecondsSince(started));
-        std::lock_guard lock(stats_mu_);
-        ++flushes_done_;
-      }
-    }
-    Finished finished;
-    finished.reserve(ops.size() + riders.size());
-    for (Op& op : ops) finished.emplace_back(std::move(op), err);
-    for (auto& [op, own] : riders) finished.emplace_back(std::move(op), err ? err : own);
-    Finish(std::move(finished));
-    return stop;
+    // Riders with no transaction saw only commits of this thread: all flushed by now,
+    // but for kCommitted ones, which a durable rider's flush below covers.
   }
+  Finish(std::move(failed));
+  if (!ops.empty() && !err) {
+    const bool waits_for_flush = pipelined() ? durable : flushes_;
+    if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);
+    if (pipelined()) unflushed_ = true;
+    std::lock_guard lock(stats_mu_);
+    ++commits_;
+    if (waits_for_flush) ++flushed_;
+    operations_ += ops.size();
+  }
+  // Every commit so far was made before this flush began, so it covers them. After a
+  // failed flush nothing is answered as done, committed or not (see the header).
+  if (!err && pipelined() && (flush_failed_ || (durable && unflushed_))) {
+    const auto started = Clock::now();
+    err = FlushWal();
+    if (!err) {
+      unflushed_ = false;
+      if (on_flush_) on_flush_(SecondsSince(started));
+      std::lock_guard lock(stats_mu_);
+      ++flushes_done_;
+    }
+  }
+  Finished finished;
+  finished.reserve(ops.size() + riders.size());
+  for (Op& op : ops) finished.emplace_back(std::move(op), err);
+  for (auto& [op, own] : riders) finished.emplace_back(std::move(op), err ? err : own);
+  Finish(std::move(finished));
+  return stop;
 }
 
 std::optional<Error> Writer::CommitLocked(double* seconds) {
