@@ -20,8 +20,9 @@
 // is left when the writer closes.
 //
 // Invariants:
-//   1. Each operation runs inside its own SAVEPOINT: an operation that fails leaves
-//      nothing behind, and does not undo the others in its transaction.
+//   1. An operation that fails leaves nothing behind, and does not undo the others in
+//      its transaction: each runs inside its own SAVEPOINT, except the first of a
+//      transaction, which has nothing to keep and on failure rolls the whole one back.
 //   2. If the COMMIT (or the transaction) fails, every operation of the transaction gets
 //      storage_unavailable: nothing is reported durable that is not on disk.
 //   3. A caller hears back only once every commit before its own is as durable as its
@@ -170,7 +171,7 @@ class Writer {
   }
 
   struct Op {
-    // Runs the change; returns the error if it failed (its savepoint is rolled back).
+    // Runs the change; returns the error if it failed (its writes are rolled back).
     std::function<std::optional<Error>(sqlite::Db&)> run;
     // Called after the commit: with an error when it could not be committed.
     std::function<void(const std::optional<Error>&)> finish;

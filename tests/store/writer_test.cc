@@ -497,6 +497,27 @@ TEST_CASE("An operation that throws fails alone, leaves nothing behind and holds
   CHECK(keys == std::set<int64_t>{2, 3});
 }
 
+TEST_CASE("The first operation of a transaction that returns an error leaves nothing behind",
+          "[writer]") {
+  TempDir dir;
+  const std::string path = dir.File("w.db");
+  Writer w(KeyTable(dir, "FULL"));
+  auto bad = w.Run<Ok>([](sqlite::Db& d) -> Status {
+    d.Exec("INSERT INTO t (k) VALUES (1)");
+    d.Exec("INSERT INTO t (k) VALUES (4)");
+    return MakeError(ErrorCode::kConflict, "changed its mind after writing");
+  });
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == ErrorCode::kConflict);
+  REQUIRE(InsertKey(w, 1).ok());  // the same key again: the first insert is gone
+  REQUIRE(InsertKey(w, 3).ok());
+  sqlite::Db other(path, "FULL", /*busy_timeout_ms=*/0);
+  std::set<int64_t> keys;
+  sqlite::Stmt s = other.Prepare("SELECT k FROM t");
+  while (s.Step()) keys.insert(s.Int(0));
+  CHECK(keys == std::set<int64_t>{1, 3});
+}
+
 enum class OpKind { kGood, kReturnsError, kThrows };
 
 TEST_CASE("A failing operation inside a batch does not undo the others", "[writer]") {
