@@ -1,0 +1,166 @@
+// First-in first-out within a bucket across every way a job comes back or leaves early
+// (rule 8: the releasable job admitted first goes first): a retry after a failure, with
+// or without a backoff; a cancel or a deadline expiry in the middle of a bucket; an
+// admin retry of a failed or expired job; a new job after the cleaner removed every
+// finished one. Contract tests (tag [store]): they run on every driver, and hold a
+// storage layout that finds a bucket's head some other way than by scanning its jobs.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/store/store_fixture.h"
+
+namespace sluice {
+namespace {
+
+using testing::MakePolicy;
+using testing::StoreFixture;
+
+constexpr Micros kSecond = kMicrosPerSecond;
+
+std::vector<std::string> Ids(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> ids;
+  for (const JobRecord& j : jobs) ids.push_back(j.id);
+  return ids;
+}
+
+// A queue whose rate, burst and capacity never hold anything back here.
+QueuePolicy Open(int64_t max_attempts = 3) {
+  QueuePolicy p = MakePolicy(1'000'000'000, 1000);
+  p.bucket.burst = 1000;
+  p.max_attempts = max_attempts;
+  return p;
+}
+
+TEST_CASE("A job failed with a backoff goes before younger jobs of its bucket once due",
+          "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  JobRecord a = f.Admit("q", "acme");
+  JobRecord b = f.Admit("q", "acme");
+  JobRecord c = f.Admit("q", "acme");
+  JobRecord leased = f.Lease({"q"}).jobs.at(0);
+  REQUIRE(leased.id == a.id);
+  REQUIRE(f.store().Fail(a.id, *leased.lease_id, FailRequest{"busy", true, 1000}, f.now()).ok());
+
+  // Not due yet: the younger jobs go meanwhile, in order.
+  CHECK(Ids(f.Lease({"q"}).jobs) == std::vector<std::string>{b.id});
+  f.clock().Advance(kSecond);
+  JobRecord d = f.Admit("q", "acme");
+  LeaseOutcome out = f.Lease({"q"}, 10);
+  CHECK(Ids(out.jobs) == std::vector<std::string>{a.id, c.id, d.id});
+  REQUIRE_FALSE(out.jobs.empty());
+  CHECK(out.jobs[0].attempt == 2);
+}
+
+TEST_CASE("A job failed with no backoff is leased again before younger jobs", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  JobRecord a = f.Admit("q", "acme");
+  JobRecord b = f.Admit("q", "acme");
+  LeaseOutcome first = f.Lease({"q"}, 2);
+  REQUIRE(Ids(first.jobs) == std::vector<std::string>{a.id, b.id});
+  JobRecord c = f.Admit("q", "acme");
+  // The younger of the two fails first; both come back before c, oldest first.
+  REQUIRE(f.store().Fail(b.id, *first.jobs[1].lease_id, FailRequest{"x", true, 0}, f.now()).ok());
+  REQUIRE(f.store().Fail(a.id, *first.jobs[0].lease_id, FailRequest{"x", true, 0}, f.now()).ok());
+  CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id, b.id, c.id});
+}
+
+TEST_CASE("A lease that runs out puts its job back ahead of younger jobs", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  JobRecord a = f.Admit("q", "acme");
+  REQUIRE(f.Lease({"q"}, 1, /*lease_ms=*/1000).jobs.size() == 1);
+  JobRecord b = f.Admit("q", "acme");
+  f.clock().Advance(kSecond);
+  LeaseOutcome out = f.Lease({"q"}, 10);
+  CHECK(Ids(out.jobs) == std::vector<std::string>{a.id, b.id});
+}
+
+TEST_CASE("Canceled jobs anywhere in a bucket leave the rest in order", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  std::vector<JobRecord> jobs;
+  for (int i = 0; i < 6; ++i) jobs.push_back(f.Admit("q", "acme"));
+  // The head, one in the middle, and the last.
+  for (int i : {0, 3, 5}) REQUIRE(f.store().Cancel(jobs[i].id, f.now()).ok());
+  CHECK(f.Bucket("q", "acme").queued == 3);
+  CHECK(Ids(f.Lease({"q"}, 1).jobs) == std::vector<std::string>{jobs[1].id});
+  JobRecord later = f.Admit("q", "acme");
+  CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{jobs[2].id, jobs[4].id, later.id});
+  CHECK(f.Lease({"q"}, 10).jobs.empty());
+}
+
+TEST_CASE("A job expired in the middle of a bucket is skipped, the rest leave in order",
+          "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  REQUIRE(f.store().SetPaused("q", true, f.now()).ok());
+  JobRecord a = f.Admit("q", "acme");
+  NewJob late = StoreFixture::Job("q", "acme");
+  late.deadline = f.now() + kSecond;
+  JobRecord doomed = f.Admit(late);
+  JobRecord c = f.Admit("q", "acme");
+  f.clock().Advance(kSecond);
+  REQUIRE(f.store().SetPaused("q", false, f.now()).ok());
+  CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id, c.id});
+  CHECK(f.Get(doomed.id).state == JobState::kExpired);
+}
+
+TEST_CASE("An admin retry queues a failed or expired job again, ahead of younger jobs", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open(/*max_attempts=*/1));
+  std::string retried;
+  SECTION("a job failed for good") {
+    JobRecord a = f.Admit("q", "acme");
+    JobRecord leased = f.Lease({"q"}).jobs.at(0);
+    auto failed = f.store().Fail(a.id, *leased.lease_id, FailRequest{"no", false, 0}, f.now());
+    REQUIRE(failed.ok());
+    REQUIRE(failed.value().state == JobState::kFailed);
+    retried = a.id;
+  }
+  SECTION("a job that expired without ever being leased") {
+    REQUIRE(f.store().SetPaused("q", true, f.now()).ok());
+    NewJob late = StoreFixture::Job("q", "acme");
+    late.deadline = f.now() + kSecond;
+    JobRecord a = f.Admit(late);
+    f.clock().Advance(kSecond);
+    REQUIRE(f.store().ExpireDeadlines(f.now()).ok());
+    REQUIRE(f.Get(a.id).state == JobState::kExpired);
+    REQUIRE(f.store().SetPaused("q", false, f.now()).ok());
+    retried = a.id;
+  }
+  JobRecord younger = f.Admit("q", "acme");
+  f.clock().Advance(kSecond);
+  auto r = f.store().Retry(retried, f.now());
+  REQUIRE(r.ok());
+  CHECK(r.value().state == JobState::kQueued);
+  CHECK(r.value().attempt == 0);
+  CHECK(f.Bucket("q", "acme").queued == 2);
+  LeaseOutcome out = f.Lease({"q"}, 10);
+  CHECK(Ids(out.jobs) == std::vector<std::string>{retried, younger.id});
+  REQUIRE_FALSE(out.jobs.empty());
+  CHECK(out.jobs[0].attempt == 1);
+}
+
+TEST_CASE("After the cleaner removes every finished job, new jobs are leased in order", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  for (int i = 0; i < 3; ++i) f.Admit("q", "acme");
+  LeaseOutcome out = f.Lease({"q"}, 10);
+  REQUIRE(out.jobs.size() == 3);
+  for (const JobRecord& j : out.jobs) {
+    REQUIRE(f.store().Complete(j.id, *j.lease_id, std::nullopt, f.now()).ok());
+  }
+  f.clock().Advance(kSecond);
+  auto cleaned = f.store().Clean(f.now(), 100);
+  REQUIRE(cleaned.ok());
+  CHECK(cleaned.value().cleaned == 3);
+  JobRecord a = f.Admit("q", "acme");
+  JobRecord b = f.Admit("q", "acme");
+  CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id, b.id});
+}
+
+}  // namespace
+}  // namespace sluice
