@@ -35,6 +35,9 @@ CREATE TABLE IF NOT EXISTS buckets (
   -- The release index (store/engine/release.cc): a lower bound of the next release
   -- time; -2^62 = to be checked again, 2^62 = at the tenant cap until a lease ends.
   ready_at              INTEGER NOT NULL DEFAULT -4611686018427387904,
+  -- The bucket's cursor (store/sqlite/sqlite_tx.cc): every queued job of the bucket below
+  -- it is in jobs_waiting. A lease moves it past the jobs it took; lowering it is safe.
+  head_seq              INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (queue, tenant)
 ) STRICT, WITHOUT ROWID;
 
@@ -82,8 +85,16 @@ CREATE TABLE IF NOT EXISTS jobs (
          = (finished_at IS NOT NULL))
 ) STRICT;
 
--- The head of each bucket: first queued job by admission order.
-CREATE INDEX IF NOT EXISTS jobs_queued_head ON jobs (queue, tenant, seq) WHERE state = 'queued';
+-- The head of each bucket is the first of two: the first job of jobs_fresh at or after the
+-- bucket's cursor (buckets.head_seq) still queued, and the first of jobs_waiting available
+-- now. jobs_fresh is written once, at admission (its columns never change for most jobs),
+-- so a lease writes no index page of it; jobs_waiting holds the few queued jobs a cursor
+-- may have passed: delayed (not_before, a backoff), back after a failed attempt, retried.
+-- The two are disjoint: a queued job is in jobs_waiting exactly when it is not fresh
+-- (attempt = 0 and available from admission).
+CREATE INDEX IF NOT EXISTS jobs_fresh ON jobs (queue, tenant, seq) WHERE available_at = created_at;
+CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (queue, tenant, seq)
+  WHERE state = 'queued' AND (attempt > 0 OR available_at > created_at);
 -- Deadline expiry of queued jobs.
 CREATE INDEX IF NOT EXISTS jobs_queued_deadline ON jobs (deadline_at) WHERE state = 'queued' AND deadline_at IS NOT NULL;
 -- Lease expiry.

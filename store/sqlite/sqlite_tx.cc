@@ -1,5 +1,6 @@
 #include "store/sqlite/sqlite_tx.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -232,9 +233,13 @@ void SqliteTx::DirtyQueueBuckets(const std::string& queue) {
 }
 
 void SqliteTx::BucketReleased(const std::string& queue, const BucketRelease& r) {
+  // The release pass leases a bucket's heads in order, so every fresh job of the bucket
+  // below the last one leased has left the queue: the cursor may pass them all.
+  auto upto = leased_upto_.find({queue, r.tenant});
+  const int64_t cursor = upto == leased_upto_.end() ? 0 : upto->second;
   db_.Prepare(sql_.bucket_released)
       .BindAll(queue, r.tenant, r.tat.us, r.tat.frac, r.cost, r.count, r.ready_at, r.seen_queued,
-               r.seen_admitted)
+               r.seen_admitted, cursor)
       .Exec();
 }
 
@@ -305,7 +310,12 @@ std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& leas
                                             const std::string& worker_id) {
   Stmt s = db_.Prepare(sql_.lease_job);
   s.BindAll(seq, lease_id, released_at, lease_ms, worker_id);
-  return OneJob(s);
+  std::optional<JobRecord> job = OneJob(s);
+  if (job) {
+    int64_t& upto = leased_upto_[{job->queue, job->tenant}];
+    upto = std::max(upto, seq + 1);
+  }
+  return job;
 }
 
 std::optional<JobRecord> SqliteTx::CompleteJob(const std::string& id, const std::string& lease_id,
@@ -379,7 +389,13 @@ std::optional<JobRecord> SqliteTx::Cancel(const std::string& id, Micros now) {
 std::optional<JobRecord> SqliteTx::Retry(const std::string& id, Micros now) {
   Stmt s = db_.Prepare(sql_.retry_job);
   s.BindAll(id, now);
-  return OneJob(s);
+  std::optional<JobRecord> job = OneJob(s);
+  // Queued again at attempt 0 and available from its admission (the clock has not moved
+  // since), it is a fresh job, which its bucket's cursor may have passed.
+  if (job && job->attempt == 0 && job->available_at == job->created_at) {
+    db_.Prepare(sql_.bucket_cursor_back).BindAll(job->queue, job->tenant, id).Exec();
+  }
+  return job;
 }
 
 std::vector<std::pair<JobRecord, int64_t>> SqliteTx::ListJobs(const JobFilter& f) {

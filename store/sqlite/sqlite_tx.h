@@ -3,7 +3,9 @@
 // errors are thrown as sqlite::SqliteError; the writer rolls the operation back.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 
 #include "store/engine/tx.h"
 #include "store/sqlite/sqlite.h"
@@ -26,7 +28,7 @@ namespace sluice {
   X(list_buckets)                                                                                  \
   X(ready_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
       X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
-          X(bucket_dequeued) X(dirty_queue_buckets) X(insert_job) X(select_job) X(job_exists)      \
+          X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back) X(insert_job) X(select_job) X(job_exists)      \
               X(cost_ahead) X(next_available) X(lease_job) X(complete_job) X(select_live_lease)    \
                   X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)            \
                       X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)            \
@@ -145,6 +147,9 @@ class SqliteTx final : public Tx {
 
   sqlite::Db& db_;
   const SqliteStatements& sql_;
+  // Per bucket (queue, tenant), one past the highest seq this operation leased: where
+  // BucketReleased moves the bucket's cursor (schema.sql, buckets.head_seq).
+  std::map<std::pair<std::string, std::string>, int64_t> leased_upto_;
 };
 
 }  // namespace sluice

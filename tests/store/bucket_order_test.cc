@@ -156,7 +156,9 @@ TEST_CASE("After the cleaner removes every finished job, new jobs are leased in 
   f.clock().Advance(kSecond);
   auto cleaned = f.store().Clean(f.now(), 100);
   REQUIRE(cleaned.ok());
-  CHECK(cleaned.value().cleaned == 3);
+  // All but the last: on SQLite it keeps new jobs' seqs above every bucket's cursor.
+  CHECK(cleaned.value().cleaned >= 2);
+  CHECK(f.store().ListJobs(JobFilter{}).value().jobs.size() <= 1);
   JobRecord a = f.Admit("q", "acme");
   JobRecord b = f.Admit("q", "acme");
   CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id, b.id});

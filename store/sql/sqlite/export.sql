@@ -6,6 +6,8 @@
 -- (the target keeps its own versions) and readiness_probe (a /readyz scratch row).
 -- The copy checks each block's columns against the table's (columns_of) and refuses a
 -- table with a column a block does not read, so nothing is dropped on the way.
+-- buckets.head_seq (SQLite's cursor) is read and left out by PostgreSQL's import, which
+-- finds heads by its own index.
 
 -- name: columns_of
 SELECT name FROM pragma_table_info(?1) ORDER BY cid;
@@ -16,7 +18,7 @@ SELECT name, policy, version, paused, created_at, updated_at FROM queues ORDER B
 -- name: buckets
 SELECT queue, tenant, tat_us, tat_frac, queued_count, queued_cost, leased, admitted_total,
        released_total, succeeded_total, failed_total, expired_total, lease_timeouts_total,
-       ready_at
+       ready_at, head_seq
   FROM buckets ORDER BY queue, tenant;
 
 -- name: jobs

@@ -45,8 +45,15 @@ WHERE queue = ?1 AND tenant = ?2;
 
 -- name: list_buckets
 SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
-       (SELECT j.created_at FROM jobs j WHERE j.queue = b.queue AND j.tenant = b.tenant
-        AND j.state = 'queued' ORDER BY j.seq LIMIT 1),
+       (SELECT j.created_at FROM jobs j WHERE j.seq = MIN(
+          COALESCE((SELECT f.seq FROM jobs f INDEXED BY jobs_fresh
+            WHERE f.queue = b.queue AND f.tenant = b.tenant AND f.available_at = f.created_at
+            AND f.seq >= b.head_seq AND f.state = 'queued' AND f.attempt = 0
+            ORDER BY f.seq LIMIT 1), 9223372036854775807),
+          COALESCE((SELECT w.seq FROM jobs w INDEXED BY jobs_waiting
+                    WHERE w.queue = b.queue AND w.tenant = b.tenant AND w.state = 'queued'
+                    AND (w.attempt > 0 OR w.available_at > w.created_at)
+                    ORDER BY w.seq LIMIT 1), 9223372036854775807))),
        b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total,
        b.lease_timeouts_total
 FROM buckets b WHERE b.queue = ?1 ORDER BY b.tenant;
@@ -56,27 +63,56 @@ FROM buckets b WHERE b.queue = ?1 ORDER BY b.tenant;
 -- jobs in (ready_at, tenant) order after (?3, ?4), at most ?5, each with its first job
 -- available at ?2 (NULLs: none is). ready_at is a lower bound of the bucket's next
 -- release (-2^62: to be checked again; 2^62: at its tenant cap until a lease ends).
+-- The head is the first of the bucket's fresh jobs from its cursor and of its waiting
+-- jobs available at ?2 (schema.sql).
 SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, b.queued_count, b.admitted_total, b.ready_at,
        j.seq, j.cost, j.deadline_at
 FROM buckets b INDEXED BY buckets_ready
-LEFT JOIN jobs j ON j.seq = (SELECT h.seq FROM jobs h INDEXED BY jobs_queued_head
-                             WHERE h.queue = b.queue AND h.tenant = b.tenant
-                             AND h.state = 'queued' AND h.available_at <= ?2
-                             ORDER BY h.seq LIMIT 1)
+LEFT JOIN jobs j ON j.seq = MIN(
+  COALESCE((SELECT f.seq FROM jobs f INDEXED BY jobs_fresh
+            WHERE f.queue = b.queue AND f.tenant = b.tenant AND f.available_at = f.created_at
+            AND f.seq >= b.head_seq AND f.state = 'queued' AND f.attempt = 0
+            ORDER BY f.seq LIMIT 1), 9223372036854775807),
+  COALESCE((SELECT w.seq FROM jobs w INDEXED BY jobs_waiting
+            WHERE w.queue = b.queue AND w.tenant = b.tenant AND w.state = 'queued'
+            AND (w.attempt > 0 OR w.available_at > w.created_at) AND w.available_at <= ?2
+            ORDER BY w.seq LIMIT 1), 9223372036854775807))
 WHERE b.queue = ?1 AND b.queued_count > 0 AND (b.ready_at, b.tenant) > (?3, ?4)
 ORDER BY b.ready_at, b.tenant LIMIT ?5;
 
 -- name: bucket_heads_after
-SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
-WHERE queue = ?1 AND tenant = ?2 AND state = 'queued' AND seq > ?3 AND available_at <= ?4
+-- The bucket's next ?5 heads after seq ?3: its fresh jobs from its cursor and its waiting
+-- jobs available at ?4, merged in admission order.
+SELECT seq, cost, deadline_at FROM (
+  SELECT * FROM (
+    SELECT f.seq, f.cost, f.deadline_at FROM jobs f INDEXED BY jobs_fresh
+    WHERE f.queue = ?1 AND f.tenant = ?2 AND f.available_at = f.created_at AND f.seq > ?3
+    AND f.seq >= (SELECT head_seq FROM buckets WHERE queue = ?1 AND tenant = ?2)
+    AND f.state = 'queued' AND f.attempt = 0 ORDER BY f.seq LIMIT ?5)
+  UNION ALL
+  SELECT * FROM (
+    SELECT w.seq, w.cost, w.deadline_at FROM jobs w INDEXED BY jobs_waiting
+    WHERE w.queue = ?1 AND w.tenant = ?2 AND w.state = 'queued'
+    AND (w.attempt > 0 OR w.available_at > w.created_at) AND w.seq > ?3 AND w.available_at <= ?4
+    ORDER BY w.seq LIMIT ?5))
 ORDER BY seq LIMIT ?5;
 
 -- name: backlog_buckets
 SELECT tenant, tat_us, tat_frac FROM buckets WHERE queue = ?1 ORDER BY tenant;
 
 -- name: backlog_jobs
-SELECT tenant, cost, deadline_at FROM jobs INDEXED BY jobs_queued_head
-WHERE queue = ?1 AND state = 'queued' ORDER BY tenant, seq;
+-- Every queued job of the queue by bucket, in admission order: each bucket's fresh jobs
+-- from its cursor, and the waiting ones.
+SELECT tenant, cost, deadline_at FROM (
+  SELECT f.tenant, f.seq, f.cost, f.deadline_at
+  FROM buckets b CROSS JOIN jobs f INDEXED BY jobs_fresh
+    ON f.queue = b.queue AND f.tenant = b.tenant AND f.available_at = f.created_at
+    AND f.seq >= b.head_seq
+  WHERE b.queue = ?1 AND f.state = 'queued' AND f.attempt = 0
+  UNION ALL
+  SELECT w.tenant, w.seq, w.cost, w.deadline_at FROM jobs w INDEXED BY jobs_waiting
+  WHERE w.queue = ?1 AND w.state = 'queued' AND (w.attempt > 0 OR w.available_at > w.created_at))
+ORDER BY tenant, seq;
 
 -- name: bucket_admitted
 -- ?4: a lower bound of the bucket's next release with this job in it (ready_at never
@@ -90,10 +126,12 @@ ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1,
 -- name: bucket_released
 -- ?6 jobs of total cost ?5 left the bucket, its TAT now ?3/?4; its ready_at ?7 if the
 -- bucket is as the release pass read it (?8 queued, ?9 admitted in all), else to be
--- checked again.
+-- checked again. Its cursor moves to ?10 (one past the last job leased from it, which
+-- took its heads in order), never back.
 UPDATE buckets SET tat_us = ?3, tat_frac = ?4, queued_count = queued_count - ?6,
   queued_cost = queued_cost - ?5, leased = leased + ?6, released_total = released_total + ?6,
-  ready_at = CASE WHEN queued_count = ?8 AND admitted_total = ?9 THEN ?7 ELSE -4611686018427387904 END
+  ready_at = CASE WHEN queued_count = ?8 AND admitted_total = ?9 THEN ?7 ELSE -4611686018427387904 END,
+  head_seq = MAX(head_seq, ?10)
 WHERE queue = ?1 AND tenant = ?2;
 
 -- name: bucket_lease_ended
@@ -128,6 +166,12 @@ WHERE queue = ?1 AND tenant = ?2;
 -- A queue's policy changed: every bucket's next release is to be checked again.
 UPDATE buckets SET ready_at = -4611686018427387904 WHERE queue = ?1;
 
+-- name: bucket_cursor_back
+-- Job ?3 is queued again as a fresh job (an admin retry under a clock that has not moved
+-- since its admission): the bucket's cursor goes back to it.
+UPDATE buckets SET head_seq = MIN(head_seq, (SELECT seq FROM jobs WHERE id = ?3))
+WHERE queue = ?1 AND tenant = ?2;
+
 -- name: insert_job
 -- The stored row is exactly these values and the schema's defaults (no RETURNING: it
 -- would copy the row through a temporary table).
@@ -146,10 +190,18 @@ FROM jobs WHERE id = ?1;
 SELECT 1 FROM jobs WHERE id = ?1;
 
 -- name: cost_ahead
--- Queued cost ahead of a job in its bucket among jobs available now (rule 8).
-SELECT COALESCE(SUM(cost), 0) FROM jobs INDEXED BY jobs_queued_head
-WHERE queue = ?1 AND tenant = ?2 AND state = 'queued'
-AND seq < (SELECT seq FROM jobs WHERE id = ?3) AND available_at <= ?4;
+-- Queued cost ahead of a job in its bucket among jobs available now (rule 8): fresh jobs
+-- from the bucket's cursor and waiting ones.
+SELECT
+  (SELECT COALESCE(SUM(f.cost), 0) FROM jobs f INDEXED BY jobs_fresh
+   WHERE f.queue = ?1 AND f.tenant = ?2 AND f.available_at = f.created_at
+   AND f.seq >= (SELECT head_seq FROM buckets WHERE queue = ?1 AND tenant = ?2)
+   AND f.seq < (SELECT seq FROM jobs WHERE id = ?3)
+   AND f.state = 'queued' AND f.attempt = 0 AND f.available_at <= ?4) +
+  (SELECT COALESCE(SUM(w.cost), 0) FROM jobs w INDEXED BY jobs_waiting
+   WHERE w.queue = ?1 AND w.tenant = ?2 AND w.state = 'queued'
+   AND (w.attempt > 0 OR w.available_at > w.created_at)
+   AND w.seq < (SELECT seq FROM jobs WHERE id = ?3) AND w.available_at <= ?4);
 
 -- name: next_available
 SELECT MIN(available_at) FROM jobs WHERE queue = ?1 AND state = 'queued'
@@ -229,8 +281,11 @@ FROM jobs WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2) AND (?3 IS NULL OR queu
 AND (?4 IS NULL OR state = ?4) ORDER BY seq LIMIT ?5;
 
 -- name: clean_jobs
+-- The job with the highest seq stays: a new job's seq (the rowid) must stay above every
+-- bucket's cursor, and SQLite picks one above the highest in the table.
 DELETE FROM jobs WHERE seq IN (SELECT seq FROM jobs INDEXED BY jobs_finished
-                               WHERE finished_at IS NOT NULL AND finished_at < ?1 LIMIT ?2);
+                               WHERE finished_at IS NOT NULL AND finished_at < ?1
+                               AND seq < (SELECT MAX(seq) FROM jobs) LIMIT ?2);
 
 -- name: clean_idempotency_keys
 DELETE FROM idempotency_keys WHERE (tenant, key) IN (
