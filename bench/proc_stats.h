@@ -45,6 +45,16 @@ inline double TreeCpuSeconds(pid_t pid) {
   return TicksToSeconds(total);
 }
 
+// Bytes the process caused to be written to storage (/proc/<pid>/io write_bytes: its
+// WAL appends and checkpoint copies, whenever the kernel writes them back); 0 if unknown.
+inline double WriteBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/io");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("write_bytes:", 0) == 0) return std::stod(line.substr(12));
+  }
+  return 0;
+}
+
 // A "kB" field of /proc/<pid>/status (VmRSS, VmHWM), in MiB; 0 if missing.
 inline double StatusMiB(pid_t pid, const std::string& name) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");

@@ -6,7 +6,8 @@
 //   drain      --workers threads lease (max_jobs 8, acks riding on the next lease) as
 //              fast as they can until the backlog is empty or --drain-s seconds passed,
 //              while one submitter posts single jobs at --submit-rate per second:
-//              jobs/s drained, sluiced's CPU µs per job drained, and the submits'
+//              jobs/s drained, sluiced's CPU µs and KiB written (/proc/<pid>/io
+//              write_bytes: WAL and checkpoints) per job drained, and the submits'
 //              latency p50/p99 (intake beside release selection). The small backlog
 //              drains in tens of milliseconds, so it is filled again and drained again,
 //              up to --small-rounds times or --drain-s seconds of draining; only the
@@ -60,6 +61,7 @@ namespace {
 using sluice::bench::CpuSeconds;
 using sluice::bench::StatusMiB;
 using sluice::bench::TreeCpuSeconds;
+using sluice::bench::WriteBytes;
 
 double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
@@ -88,6 +90,7 @@ struct Figures {
   double fill_s = 0, rss_mib = 0, hwm_mib = 0;
   double lease_p50_ms = 0, lease_p99_ms = 0;
   double drained_per_s = 0, cpu_us_per_job = 0, pg_cpu_us_per_job = 0;
+  double kib_written_per_job = 0;  // sluiced's write_bytes (WAL and checkpoints)
   double submit_p50_ms = 0, submit_p99_ms = 0;
   int64_t submits = 0, submit_failures = 0;
   int drain_rounds = 0;
@@ -241,7 +244,7 @@ WriterStats ScrapeWriter(const ServerProcess& server) {
 // workers drained count (not the refills between rounds).
 struct Drain {
   int64_t drained = 0;
-  double seconds = 0, cpu_seconds = 0, pg_cpu_seconds = 0;
+  double seconds = 0, cpu_seconds = 0, pg_cpu_seconds = 0, bytes_written = 0;
   WriterStats writer;  // during the drains
   std::vector<double> submit_ms;
   int64_t submit_failures = 0;
@@ -255,6 +258,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   std::atomic<int64_t> drained{0};
   const WriterStats writer_before = ScrapeWriter(server);
   const double cpu_before = CpuSeconds(server.pid());
+  const double written_before = WriteBytes(server.pid());
   const double pg_before = o.pg_pid > 0 ? TreeCpuSeconds(o.pg_pid) : 0;
   const auto start = SteadyClock::now();
   std::vector<std::thread> workers;
@@ -296,6 +300,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   for (auto& w : workers) w.join();
   const double s = Seconds(start);
   const double cpu_after = CpuSeconds(server.pid());
+  const double written_after = WriteBytes(server.pid());
   const double pg_after = o.pg_pid > 0 ? TreeCpuSeconds(o.pg_pid) : 0;
   stop = true;
   submitter.join();
@@ -303,6 +308,7 @@ void MeasureDrain(const ServerProcess& server, const std::string& work,
   d.drained += drained.load();
   d.seconds += s;
   d.cpu_seconds += cpu_after - cpu_before;
+  d.bytes_written += written_after - written_before;
   d.pg_cpu_seconds += pg_after - pg_before;
 }
 
@@ -322,6 +328,8 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.drained = d.drained;
   f.drained_per_s = static_cast<double>(d.drained) / std::max(1e-9, d.seconds);
   f.cpu_us_per_job = d.cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(1, d.drained));
+  f.kib_written_per_job =
+      d.bytes_written / 1024 / static_cast<double>(std::max<int64_t>(1, d.drained));
   f.pg_cpu_us_per_job =
       d.pg_cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(1, d.drained));
   f.submit_p50_ms = Percentile(d.submit_ms, 0.5);
@@ -382,6 +390,7 @@ json ToJson(const Figures& f) {
           {"lease_p99_ms", f.lease_p99_ms},
           {"drained_per_s", f.drained_per_s},
           {"cpu_us_per_job", f.cpu_us_per_job},
+          {"kib_written_per_job", f.kib_written_per_job},
           {"pg_cpu_us_per_job", f.pg_cpu_us_per_job},
           {"submit_p50_ms", f.submit_p50_ms},
           {"submit_p99_ms", f.submit_p99_ms},
@@ -437,6 +446,7 @@ int main(int argc, char** argv) {
               (std::to_string(large.drained) + "/" + std::to_string(large.drain_rounds)).c_str());
   row("drain jobs/s", small.drained_per_s, large.drained_per_s);
   row("sluiced CPU us per job drained", small.cpu_us_per_job, large.cpu_us_per_job);
+  row("sluiced KiB written per job drained", small.kib_written_per_job, large.kib_written_per_job);
   if (o.pg_pid > 0) {
     row("PostgreSQL CPU us per job drained", small.pg_cpu_us_per_job, large.pg_cpu_us_per_job);
   }
