@@ -144,6 +144,23 @@ TEST_CASE("An admin retry queues a failed or expired job again, ahead of younger
   CHECK(out.jobs[0].attempt == 1);
 }
 
+TEST_CASE("A job retried by an admin at the instant of its admission is leased again", "[store]") {
+  // No time passes: the retried job is available from its admission, as a new job is,
+  // though a younger job of its bucket has been leased since.
+  StoreFixture f;
+  f.PutQueue("q", Open(/*max_attempts=*/1));
+  JobRecord a = f.Admit("q", "acme");
+  JobRecord b = f.Admit("q", "acme");
+  JobRecord leased = f.Lease({"q"}).jobs.at(0);
+  REQUIRE(leased.id == a.id);
+  REQUIRE(f.store().Fail(a.id, *leased.lease_id, FailRequest{"no", false, 0}, f.now()).ok());
+  REQUIRE(Ids(f.Lease({"q"}).jobs) == std::vector<std::string>{b.id});
+  auto r = f.store().Retry(a.id, f.now());
+  REQUIRE(r.ok());
+  REQUIRE(r.value().available_at == r.value().created_at);
+  CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id});
+}
+
 TEST_CASE("After the cleaner removes every finished job, new jobs are leased in order", "[store]") {
   StoreFixture f;
   f.PutQueue("q", Open());
