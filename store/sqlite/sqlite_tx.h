@@ -26,7 +26,7 @@ namespace sluice {
   X(delete_queue)                                                                                  \
   X(select_bucket)                                                                                 \
   X(list_buckets)                                                                                  \
-  X(ready_buckets) X(bucket_heads_after) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
+  X(ready_buckets) X(bucket_heads_fresh) X(bucket_heads_waiting) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
       X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
           X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back) X(insert_job) X(select_job) X(job_exists)      \
               X(cost_ahead) X(next_available) X(lease_job) X(complete_job) X(select_live_lease)    \

@@ -80,21 +80,19 @@ LEFT JOIN jobs j ON j.seq = MIN(
 WHERE b.queue = ?1 AND b.queued_count > 0 AND (b.ready_at, b.tenant) > (?3, ?4)
 ORDER BY b.ready_at, b.tenant LIMIT ?5;
 
--- name: bucket_heads_after
--- The bucket's next ?5 heads after seq ?3: its fresh jobs from its cursor and its waiting
--- jobs available at ?4, merged in admission order.
-SELECT seq, cost, deadline_at FROM (
-  SELECT * FROM (
-    SELECT f.seq, f.cost, f.deadline_at FROM jobs f INDEXED BY jobs_fresh
-    WHERE f.queue = ?1 AND f.tenant = ?2 AND f.available_at = f.created_at AND f.seq > ?3
-    AND f.seq >= (SELECT head_seq FROM buckets WHERE queue = ?1 AND tenant = ?2)
-    AND f.state = 'queued' AND f.attempt = 0 ORDER BY f.seq LIMIT ?5)
-  UNION ALL
-  SELECT * FROM (
-    SELECT w.seq, w.cost, w.deadline_at FROM jobs w INDEXED BY jobs_waiting
-    WHERE w.queue = ?1 AND w.tenant = ?2 AND w.state = 'queued'
-    AND (w.attempt > 0 OR w.available_at > w.created_at) AND w.seq > ?3 AND w.available_at <= ?4
-    ORDER BY w.seq LIMIT ?5))
+-- name: bucket_heads_fresh
+-- The bucket's next ?4 fresh jobs after seq ?3, from its cursor. With bucket_heads_waiting,
+-- merged by seq, they are its next heads (SqliteTx::BucketHeadsAfter).
+SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_fresh
+WHERE queue = ?1 AND tenant = ?2 AND available_at = created_at AND seq > ?3
+AND seq >= (SELECT head_seq FROM buckets WHERE queue = ?1 AND tenant = ?2)
+AND state = 'queued' AND attempt = 0 ORDER BY seq LIMIT ?4;
+
+-- name: bucket_heads_waiting
+-- The bucket's next ?5 waiting jobs after seq ?3 available at ?4.
+SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_waiting
+WHERE queue = ?1 AND tenant = ?2 AND state = 'queued'
+AND (attempt > 0 OR available_at > created_at) AND seq > ?3 AND available_at <= ?4
 ORDER BY seq LIMIT ?5;
 
 -- name: backlog_buckets
