@@ -318,8 +318,12 @@ std::optional<Micros> SqliteTx::NextAvailable(const std::string& queue, Micros n
 std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& lease_id,
                                             Micros released_at, std::optional<int64_t> lease_ms,
                                             const std::string& worker_id) {
-  Stmt s = db_.Prepare(sql_.lease_job);
-  s.BindAll(seq, lease_id, released_at, lease_ms, worker_id);
+  if (db_.Prepare(sql_.lease_job).BindAll(seq, lease_id, released_at, lease_ms, worker_id).Exec() ==
+      0) {
+    return std::nullopt;
+  }
+  Stmt s = db_.Prepare(sql_.select_job_by_seq);
+  s.BindAll(seq);
   std::optional<JobRecord> job = OneJob(s);
   if (job) {
     int64_t& upto = leased_upto_[{job->queue, job->tenant}];
@@ -331,9 +335,12 @@ std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& leas
 std::optional<JobRecord> SqliteTx::CompleteJob(const std::string& id, const std::string& lease_id,
                                                const std::optional<std::string>& result,
                                                Micros now) {
-  Stmt s = db_.Prepare(sql_.complete_job);
-  s.BindAll(id, lease_id, result, now, std::optional<std::string>());
-  return OneJob(s);
+  if (db_.Prepare(sql_.complete_job)
+          .BindAll(id, lease_id, result, now, std::optional<std::string>())
+          .Exec() == 0) {
+    return std::nullopt;
+  }
+  return SelectJob(id);
 }
 
 std::vector<std::optional<JobRecord>> SqliteTx::CompleteJobs(
@@ -344,9 +351,9 @@ std::vector<std::optional<JobRecord>> SqliteTx::CompleteJobs(
   std::vector<std::optional<JobRecord>> out;
   out.reserve(items.size());
   for (const CompleteItem& c : items) {
-    Stmt s = db_.Prepare(sql_.complete_job);
-    s.BindAll(c.id, c.lease_id, c.result, now, allowed);
-    out.push_back(OneJob(s));
+    const bool done =
+        db_.Prepare(sql_.complete_job).BindAll(c.id, c.lease_id, c.result, now, allowed).Exec() > 0;
+    out.push_back(done ? SelectJob(c.id) : std::nullopt);
   }
   return out;
 }

@@ -29,7 +29,7 @@ namespace sluice {
   X(ready_buckets) X(bucket_heads_fresh) X(bucket_heads_waiting) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
       X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
           X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back) X(insert_job) X(select_job) X(job_exists)      \
-              X(cost_ahead) X(next_available) X(lease_job) X(complete_job) X(select_live_lease)    \
+              X(cost_ahead) X(next_available) X(lease_job) X(select_job_by_seq) X(complete_job) X(select_live_lease)    \
                   X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)            \
                       X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)            \
                           X(select_idempotency) X(insert_idempotency) X(probe) X(insert_token)     \

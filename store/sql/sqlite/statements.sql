@@ -206,23 +206,26 @@ SELECT MIN(available_at) FROM jobs WHERE queue = ?1 AND state = 'queued'
 AND available_at > created_at AND available_at > ?2;
 
 -- name: lease_job
+-- Then select_job_by_seq. Not RETURNING: SQLite would open a temporary table for each
+-- statement to hold the row (store/sqlite/sqlite_tx.cc); a read of it by key costs less.
 UPDATE jobs SET state = 'leased', attempt = attempt + 1, lease_id = ?2,
   lease_expires_at = ?3 + COALESCE(?4, lease_ms) * 1000, worker_id = ?5, leased_at = ?3
-WHERE seq = ?1 AND state = 'queued'
-RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
-  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
-  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+WHERE seq = ?1 AND state = 'queued';
+
+-- name: select_job_by_seq
+SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms, policy_version,
+  created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
+  lease_expires_at, result, errors, finished_at, leased_at, traceparent
+FROM jobs WHERE seq = ?1;
 
 -- name: complete_job
 -- ?5: NULL, or the queues (a JSON array) the job must be in, for a token limited to
--- them: a job of another queue is left untouched, with no read of its own.
+-- them: a job of another queue is left untouched, with no read of its own. Then
+-- select_job, not RETURNING (see lease_job).
 UPDATE jobs SET state = 'succeeded', result = ?3, finished_at = ?4, lease_id = NULL,
   lease_expires_at = NULL
 WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
-  AND (?5 IS NULL OR queue IN (SELECT value FROM json_each(?5)))
-RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
-  policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
-  lease_expires_at, result, errors, finished_at, leased_at, traceparent;
+  AND (?5 IS NULL OR queue IN (SELECT value FROM json_each(?5)));
 
 -- name: select_live_lease
 SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
