@@ -30,7 +30,7 @@ namespace sluice {
       X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
           X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back) X(insert_job) X(select_job) X(job_exists)      \
               X(cost_ahead) X(next_available) X(lease_job) X(select_job_by_seq) X(complete_job) X(select_live_lease)    \
-                  X(end_attempt) X(leases_due) X(expire_due) X(heartbeat) X(cancel_job)            \
+                  X(end_attempt) X(leases_due) X(any_expire_due) X(expire_due) X(heartbeat) X(cancel_job)            \
                       X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)            \
                           X(select_idempotency) X(insert_idempotency) X(probe) X(insert_token)     \
                               X(select_token) X(list_tokens) X(revoke_token) X(select_limit)       \

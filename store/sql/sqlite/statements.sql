@@ -248,6 +248,12 @@ RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_
 SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
 WHERE state = 'leased' AND lease_expires_at <= ?1;
 
+-- name: any_expire_due
+-- Whether expire_due would change anything: an index probe, where the UPDATE … RETURNING
+-- would open a temporary table even to return nothing (every lease runs this first).
+SELECT 1 FROM jobs INDEXED BY jobs_queued_deadline
+WHERE state = 'queued' AND deadline_at IS NOT NULL AND deadline_at <= ?1 LIMIT 1;
+
 -- name: expire_due
 UPDATE jobs SET state = 'expired', finished_at = ?1
 WHERE state = 'queued' AND deadline_at IS NOT NULL AND deadline_at <= ?1
