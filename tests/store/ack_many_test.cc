@@ -259,6 +259,25 @@ TEST_CASE("AckMany limited to some queues leaves another queue's job as it is", 
   CHECK(untouched.value().state == JobState::kLeased);
 }
 
+TEST_CASE("AckMany limited to a queue leaves the job of a queue its name is a part of", "[store]") {
+  StoreFixture f;
+  QueuePolicy p = MakePolicy(1'000'000);
+  f.PutQueue("export", p);
+  f.Admit("export", "acme");
+  LeaseOutcome leased = f.Lease({"export"}, 1);
+  REQUIRE(leased.jobs.size() == 1);
+  for (const std::vector<std::string>& queues :
+       std::vector<std::vector<std::string>>{{"exp"}, {"export-old"}, {"xport"}, {"ex", "port"}}) {
+    CAPTURE(queues);
+    auto r = f.store().AckMany({Succeeded(leased.jobs[0])}, f.now(), queues);
+    REQUIRE(r.ok());
+    REQUIRE(r.value().size() == 1);
+    REQUIRE_FALSE(r.value()[0].ok());
+    CHECK(r.value()[0].error().code == ErrorCode::kNotFound);
+  }
+  CHECK(f.Get(leased.jobs[0].id).state == JobState::kLeased);
+}
+
 TEST_CASE("AckMany limited to several queues completes a job of any of them", "[store]") {
   StoreFixture f;
   QueuePolicy p = MakePolicy(1'000'000);

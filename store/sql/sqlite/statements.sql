@@ -219,13 +219,15 @@ SELECT id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
 FROM jobs WHERE seq = ?1;
 
 -- name: complete_job
--- ?5: NULL, or the queues (a JSON array) the job must be in, for a token limited to
--- them: a job of another queue is left untouched, with no read of its own. Then
--- select_job, not RETURNING (see lease_job).
+-- ?5: NULL, or the queues the job must be in, for a token limited to them, each
+-- between commas (",a,b,"; queue names hold no comma): a job of another queue is left
+-- untouched, with no read of its own. Not json_each, nor RETURNING: SQLite would open
+-- a virtual table and a temporary index, or a temporary table, for every job. Then
+-- select_job (see lease_job).
 UPDATE jobs SET state = 'succeeded', result = ?3, finished_at = ?4, lease_id = NULL,
   lease_expires_at = NULL
 WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
-  AND (?5 IS NULL OR queue IN (SELECT value FROM json_each(?5)));
+  AND (?5 IS NULL OR instr(?5, ',' || queue || ',') > 0);
 
 -- name: select_live_lease
 SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
