@@ -90,11 +90,12 @@ CREATE TABLE IF NOT EXISTS jobs (
 -- now. jobs_fresh is written once, at admission (its columns never change for most jobs),
 -- so a lease writes no index page of it; jobs_waiting holds the few queued jobs a cursor
 -- may have passed: delayed (not_before, a backoff), back after a failed attempt, retried.
--- The two are disjoint: a queued job is in jobs_waiting exactly when it is not fresh
--- (attempt = 0 and available from admission).
+-- The two are disjoint and cover every queued job: one is in jobs_waiting exactly when
+-- it is not fresh (attempt = 0 and available_at = created_at), whichever way its
+-- available_at differs (an admin retry under a clock behind the job's admission too).
 CREATE INDEX IF NOT EXISTS jobs_fresh ON jobs (queue, tenant, seq) WHERE available_at = created_at;
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (queue, tenant, seq)
-  WHERE state = 'queued' AND (attempt > 0 OR available_at > created_at);
+  WHERE state = 'queued' AND (attempt > 0 OR available_at <> created_at);
 -- Deadline expiry of queued jobs.
 CREATE INDEX IF NOT EXISTS jobs_queued_deadline ON jobs (deadline_at) WHERE state = 'queued' AND deadline_at IS NOT NULL;
 -- Lease expiry.

@@ -161,6 +161,26 @@ TEST_CASE("A job retried by an admin at the instant of its admission is leased a
   CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id});
 }
 
+TEST_CASE("A job retried by an admin while the clock reads before its admission is leased",
+          "[store]") {
+  // The clock stepped back (SQLite runs on the caller's clock): the retried job is
+  // available from before its own admission, and must not be lost between the driver's
+  // ways of finding a bucket's head.
+  StoreFixture f;
+  f.PutQueue("q", Open(/*max_attempts=*/1));
+  const Micros admitted_at = f.now();
+  JobRecord a = f.Admit("q", "acme");
+  JobRecord leased = f.Lease({"q"}).jobs.at(0);
+  REQUIRE(leased.id == a.id);
+  REQUIRE(f.store().Fail(a.id, *leased.lease_id, FailRequest{"no", false, 0}, f.now()).ok());
+  f.clock().Set(admitted_at - kSecond);
+  auto r = f.store().Retry(a.id, f.now());
+  REQUIRE(r.ok());
+  REQUIRE(r.value().available_at < r.value().created_at);
+  f.clock().Set(admitted_at + kSecond);  // the clock is right again
+  CHECK(Ids(f.Lease({"q"}).jobs) == std::vector<std::string>{a.id});
+}
+
 TEST_CASE("After the cleaner removes every finished job, new jobs are leased in order", "[store]") {
   StoreFixture f;
   f.PutQueue("q", Open());

@@ -52,7 +52,7 @@ SELECT b.tenant, b.queued_count, b.queued_cost, b.leased, b.tat_us, b.tat_frac,
             ORDER BY f.seq LIMIT 1), 9223372036854775807),
           COALESCE((SELECT w.seq FROM jobs w INDEXED BY jobs_waiting
                     WHERE w.queue = b.queue AND w.tenant = b.tenant AND w.state = 'queued'
-                    AND (w.attempt > 0 OR w.available_at > w.created_at)
+                    AND (w.attempt > 0 OR w.available_at <> w.created_at)
                     ORDER BY w.seq LIMIT 1), 9223372036854775807))),
        b.admitted_total, b.released_total, b.succeeded_total, b.failed_total, b.expired_total,
        b.lease_timeouts_total
@@ -75,7 +75,7 @@ LEFT JOIN jobs j ON j.seq = MIN(
             ORDER BY f.seq LIMIT 1), 9223372036854775807),
   COALESCE((SELECT w.seq FROM jobs w INDEXED BY jobs_waiting
             WHERE w.queue = b.queue AND w.tenant = b.tenant AND w.state = 'queued'
-            AND (w.attempt > 0 OR w.available_at > w.created_at) AND w.available_at <= ?2
+            AND (w.attempt > 0 OR w.available_at <> w.created_at) AND w.available_at <= ?2
             ORDER BY w.seq LIMIT 1), 9223372036854775807))
 WHERE b.queue = ?1 AND b.queued_count > 0 AND (b.ready_at, b.tenant) > (?3, ?4)
 ORDER BY b.ready_at, b.tenant LIMIT ?5;
@@ -92,7 +92,7 @@ AND state = 'queued' AND attempt = 0 ORDER BY seq LIMIT ?4;
 -- The bucket's next ?5 waiting jobs after seq ?3 available at ?4.
 SELECT seq, cost, deadline_at FROM jobs INDEXED BY jobs_waiting
 WHERE queue = ?1 AND tenant = ?2 AND state = 'queued'
-AND (attempt > 0 OR available_at > created_at) AND seq > ?3 AND available_at <= ?4
+AND (attempt > 0 OR available_at <> created_at) AND seq > ?3 AND available_at <= ?4
 ORDER BY seq LIMIT ?5;
 
 -- name: backlog_buckets
@@ -109,7 +109,7 @@ SELECT tenant, cost, deadline_at FROM (
   WHERE b.queue = ?1 AND f.state = 'queued' AND f.attempt = 0
   UNION ALL
   SELECT w.tenant, w.seq, w.cost, w.deadline_at FROM jobs w INDEXED BY jobs_waiting
-  WHERE w.queue = ?1 AND w.state = 'queued' AND (w.attempt > 0 OR w.available_at > w.created_at))
+  WHERE w.queue = ?1 AND w.state = 'queued' AND (w.attempt > 0 OR w.available_at <> w.created_at))
 ORDER BY tenant, seq;
 
 -- name: bucket_admitted
@@ -198,7 +198,7 @@ SELECT
    AND f.state = 'queued' AND f.attempt = 0 AND f.available_at <= ?4) +
   (SELECT COALESCE(SUM(w.cost), 0) FROM jobs w INDEXED BY jobs_waiting
    WHERE w.queue = ?1 AND w.tenant = ?2 AND w.state = 'queued'
-   AND (w.attempt > 0 OR w.available_at > w.created_at)
+   AND (w.attempt > 0 OR w.available_at <> w.created_at)
    AND w.seq < (SELECT seq FROM jobs WHERE id = ?3) AND w.available_at <= ?4);
 
 -- name: next_available

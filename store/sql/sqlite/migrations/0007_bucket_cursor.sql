@@ -5,7 +5,7 @@
 ALTER TABLE buckets ADD COLUMN head_seq INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS jobs_fresh ON jobs (queue, tenant, seq) WHERE available_at = created_at;
 CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (queue, tenant, seq)
-  WHERE state = 'queued' AND (attempt > 0 OR available_at > created_at);
+  WHERE state = 'queued' AND (attempt > 0 OR available_at <> created_at);
 UPDATE buckets SET head_seq = COALESCE(
   (SELECT MIN(j.seq) FROM jobs j WHERE j.queue = buckets.queue AND j.tenant = buckets.tenant
    AND j.state = 'queued'),
