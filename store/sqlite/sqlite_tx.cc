@@ -389,9 +389,11 @@ std::vector<LeaseRow> SqliteTx::LeasesDue(Micros now) {
 
 std::vector<ExpiredRow> SqliteTx::ExpireDue(Micros now) {
   std::vector<ExpiredRow> out;
-  Stmt any = db_.Prepare(sql_.any_expire_due);
-  any.BindAll(now);
-  if (!any.Step()) return out;
+  {
+    Stmt any = db_.Prepare(sql_.any_expire_due);  // reset before the UPDATE runs
+    any.BindAll(now);
+    if (!any.Step()) return out;
+  }
   Stmt s = db_.Prepare(sql_.expire_due);
   s.BindAll(now);
   while (s.Step()) out.push_back(ExpiredRow{s.Text(0), s.Text(1), s.Int(2)});

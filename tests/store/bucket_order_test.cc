@@ -13,16 +13,11 @@
 namespace sluice {
 namespace {
 
+using testing::Ids;
 using testing::MakePolicy;
 using testing::StoreFixture;
 
 constexpr Micros kSecond = kMicrosPerSecond;
-
-std::vector<std::string> Ids(const std::vector<JobRecord>& jobs) {
-  std::vector<std::string> ids;
-  for (const JobRecord& j : jobs) ids.push_back(j.id);
-  return ids;
-}
 
 // A queue whose rate, burst and capacity never hold anything back here.
 QueuePolicy Open(int64_t max_attempts = 3) {

@@ -24,6 +24,13 @@
 
 namespace sluice::testing {
 
+// The ids of jobs, in their order.
+inline std::vector<std::string> Ids(const std::vector<JobRecord>& jobs) {
+  std::vector<std::string> ids;
+  for (const JobRecord& j : jobs) ids.push_back(j.id);
+  return ids;
+}
+
 inline QueuePolicy MakePolicy(int64_t rate_milli, int64_t capacity = 100) {
   QueuePolicy p;
   p.bucket.rate_milli = rate_milli;

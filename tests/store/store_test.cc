@@ -18,16 +18,11 @@ namespace sluice {
 namespace {
 
 using nlohmann::json;
+using testing::Ids;
 using testing::MakePolicy;
 using testing::StoreFixture;
 
 constexpr Micros kSecond = kMicrosPerSecond;
-
-std::vector<std::string> Ids(const std::vector<JobRecord>& jobs) {
-  std::vector<std::string> ids;
-  for (const JobRecord& j : jobs) ids.push_back(j.id);
-  return ids;
-}
 
 size_t ErrorCount(const JobRecord& j) {
   json a = json::parse(j.errors);
