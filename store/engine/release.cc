@@ -58,6 +58,15 @@ struct Candidate {
   std::string tenant;
   std::deque<HeadRow> ahead;
   bool more = false;  // jobs may follow the last of `ahead` (read on when it runs out)
+  // Queued jobs of the bucket not read yet (its counter, less what this transaction
+  // released and what was read): none left, no read on.
+  int64_t unread = 0;
+  // How many jobs the next read on asks for. It starts small and doubles with each read
+  // on: a bucket among many releases a job a pass and needs only its next head, one that
+  // releases a burst reads it in a few statements. (Reading as many as the pass could
+  // hand out read ~19 rows per job leased, 18 of them unused, at 1M jobs over 10k
+  // tenants: a jobs-table lookup each.)
+  int64_t read_next = 2;
 };
 
 // A release decided in a pass, before its job is leased.
@@ -136,7 +145,10 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
       return;
     }
     bviews.push_back(ToView(qi, q, row));
-    cands.push_back(Candidate{row.tenant, {row.heads.begin() + 1, row.heads.end()}, row.more});
+    const int64_t unread =
+        row.queued - (fresh ? 0 : rec.count) - static_cast<int64_t>(row.heads.size());
+    cands.push_back(Candidate{
+        row.tenant, {row.heads.begin() + 1, row.heads.end()}, row.more && unread > 0, unread});
   };
   std::vector<std::optional<Micros>> next_available;  // by queue
   auto read_page = [&](IndexCursor& c, std::vector<ReadyBucketRow> rows) {
@@ -197,10 +209,13 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
     BucketView& b = bviews[i];
     Candidate& c = cands[i];
     if (c.ahead.empty() && c.more) {
-      const int64_t limit = std::max<int64_t>(1, want - static_cast<int64_t>(grants.size()));
+      const int64_t left = std::max<int64_t>(1, want - static_cast<int64_t>(grants.size()));
+      const int64_t limit = std::max<int64_t>(1, std::min({c.read_next, left, c.unread}));
       std::vector<HeadRow> next =
           tx.BucketHeadsAfter(queues[b.queue].name, c.tenant, b.head_seq, now, limit);
-      c.more = static_cast<int64_t>(next.size()) >= limit;
+      c.unread -= static_cast<int64_t>(next.size());
+      c.more = static_cast<int64_t>(next.size()) >= limit && c.unread > 0;
+      c.read_next = std::min<int64_t>(c.read_next * 2, 1 << 16);
       c.ahead.assign(next.begin(), next.end());
     }
     if (c.ahead.empty()) return leave(i);

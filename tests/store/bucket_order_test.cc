@@ -5,6 +5,7 @@
 // finished one. Contract tests (tag [store]): they run on every driver, and hold a
 // storage layout that finds a bucket's head some other way than by scanning its jobs.
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,49 @@ TEST_CASE("After the cleaner removes every finished job, new jobs are leased in 
   JobRecord a = f.Admit("q", "acme");
   JobRecord b = f.Admit("q", "acme");
   CHECK(Ids(f.Lease({"q"}, 10).jobs) == std::vector<std::string>{a.id, b.id});
+}
+
+// A pass reads a bucket's jobs after its head a few at a time, more with each read
+// (store/engine/release.cc); these hold whatever the sizes of those reads.
+TEST_CASE("A burst from one bucket comes in order, skipping a delayed job, in one lease",
+          "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  std::vector<std::string> expected;
+  JobRecord delayed;
+  for (int i = 0; i < 45; ++i) {
+    if (i == 17) {
+      NewJob later = StoreFixture::Job("q", "acme");
+      later.not_before = f.now() + kSecond;
+      delayed = f.Admit(later);
+      continue;
+    }
+    expected.push_back(f.Admit("q", "acme").id);
+  }
+  LeaseOutcome out = f.Lease({"q"}, 100);
+  CHECK(Ids(out.jobs) == expected);
+  f.clock().Advance(kSecond);
+  CHECK(Ids(f.Lease({"q"}, 100).jobs) == std::vector<std::string>{delayed.id});
+}
+
+TEST_CASE("One lease takes every job of many buckets, each bucket in order", "[store]") {
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  // Buckets of one job, and buckets of many, admitted interleaved.
+  std::map<std::string, std::vector<std::string>> admitted;
+  for (int round = 0; round < 12; ++round) {
+    for (int t = 0; t < 10; ++t) {
+      if (t % 2 == 1 && round > 0) continue;
+      const std::string tenant = "t" + std::to_string(t);
+      admitted[tenant].push_back(f.Admit("q", tenant).id);
+    }
+  }
+  LeaseOutcome out = f.Lease({"q"}, 200);
+  std::map<std::string, std::vector<std::string>> leased;
+  for (const JobRecord& j : out.jobs) leased[j.tenant].push_back(j.id);
+  CHECK(leased == admitted);
+  CHECK(out.jobs.size() == 5 * 12 + 5);
+  CHECK(f.Lease({"q"}, 10).jobs.empty());
 }
 
 }  // namespace
