@@ -93,6 +93,9 @@ struct Figures {
   double kib_written_per_job = 0;  // sluiced's write_bytes (WAL and checkpoints)
   double submit_p50_ms = 0, submit_p99_ms = 0;
   int64_t submits = 0, submit_failures = 0;
+  // Where the submits' tail is: % of submits over 5 ms at the client and inside sluiced
+  // (its request-duration histogram), and % of WAL flushes over 5 ms.
+  double submit_over_5ms_pct = 0, server_submit_over_5ms_pct = 0, flush_over_5ms_pct = 0;
   int drain_rounds = 0;
   int64_t drained = 0;
   // The writer while draining: commits per second, operations per commit, and the mean
@@ -209,6 +212,10 @@ void MeasureLeases(const ServerProcess& server, const std::string& work, int sam
 // The writer's counters from /metrics (sums and counts of its histograms).
 struct WriterStats {
   double commits = 0, operations = 0, commit_s = 0, flushes = 0, flush_s = 0;
+  // The tails, from the histograms' buckets: flushes that took more than 5 ms, and
+  // single-job submits (202) that took more than 5 ms inside sluiced (request read to
+  // response written), beside all of them.
+  double flushes_within_5ms = 0, submits = 0, submits_within_5ms = 0;
 
   // Adds what happened between two scrapes.
   void AddSince(const WriterStats& before, const WriterStats& after) {
@@ -217,6 +224,9 @@ struct WriterStats {
     commit_s += after.commit_s - before.commit_s;
     flushes += after.flushes - before.flushes;
     flush_s += after.flush_s - before.flush_s;
+    flushes_within_5ms += after.flushes_within_5ms - before.flushes_within_5ms;
+    submits += after.submits - before.submits;
+    submits_within_5ms += after.submits_within_5ms - before.submits_within_5ms;
   }
 };
 
@@ -236,6 +246,15 @@ WriterStats ScrapeWriter(const ServerProcess& server) {
     value("sluice_storage_commit_batch_size_sum", w.operations);
     value("sluice_storage_flush_seconds_count", w.flushes);
     value("sluice_storage_flush_seconds_sum", w.flush_s);
+    value("sluice_storage_flush_seconds_bucket{le=\"0.005\"}", w.flushes_within_5ms);
+    const char* submit =
+        "sluice_http_request_duration_seconds_%s{method=\"POST\",route=\"/v1/queues/{}/"
+        "jobs\",status=\"202\"%s}";
+    char name[256];
+    std::snprintf(name, sizeof name, submit, "count", "");
+    value(name, w.submits);
+    std::snprintf(name, sizeof name, submit, "bucket", ",le=\"0.005\"");
+    value(name, w.submits_within_5ms);
   }
   return w;
 }
@@ -335,6 +354,14 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.submit_p50_ms = Percentile(d.submit_ms, 0.5);
   f.submit_p99_ms = Percentile(d.submit_ms, 0.99);
   f.submits = static_cast<int64_t>(d.submit_ms.size());
+  f.submit_over_5ms_pct = 100.0 *
+                          static_cast<double>(std::count_if(d.submit_ms.begin(), d.submit_ms.end(),
+                                                            [](double ms) { return ms > 5; })) /
+                          static_cast<double>(std::max<size_t>(1, d.submit_ms.size()));
+  f.server_submit_over_5ms_pct =
+      100.0 * (d.writer.submits - d.writer.submits_within_5ms) / std::max(1.0, d.writer.submits);
+  f.flush_over_5ms_pct =
+      100.0 * (d.writer.flushes - d.writer.flushes_within_5ms) / std::max(1.0, d.writer.flushes);
   f.submit_failures = d.submit_failures;
   f.commits_per_s = d.writer.commits / std::max(1e-9, d.seconds);
   f.ops_per_commit = d.writer.operations / std::max(1.0, d.writer.commits);
@@ -394,6 +421,9 @@ json ToJson(const Figures& f) {
           {"pg_cpu_us_per_job", f.pg_cpu_us_per_job},
           {"submit_p50_ms", f.submit_p50_ms},
           {"submit_p99_ms", f.submit_p99_ms},
+          {"submit_over_5ms_pct", f.submit_over_5ms_pct},
+          {"server_submit_over_5ms_pct", f.server_submit_over_5ms_pct},
+          {"flush_over_5ms_pct", f.flush_over_5ms_pct},
           {"submits", f.submits},
           {"submit_failures", f.submit_failures},
           {"drain_rounds", f.drain_rounds},
@@ -452,11 +482,15 @@ int main(int argc, char** argv) {
   }
   row("submit p50 ms while draining", small.submit_p50_ms, large.submit_p50_ms);
   row("submit p99 ms while draining", small.submit_p99_ms, large.submit_p99_ms);
+  row("% submits over 5 ms, at the client", small.submit_over_5ms_pct, large.submit_over_5ms_pct);
+  row("% submits over 5 ms, in sluiced", small.server_submit_over_5ms_pct,
+      large.server_submit_over_5ms_pct);
   if (small.commits_per_s > 0 || large.commits_per_s > 0) {  // the SQLite writer's metrics
     row("commits/s while draining", small.commits_per_s, large.commits_per_s);
     row("operations per commit", small.ops_per_commit, large.ops_per_commit);
     row("COMMIT ms (mean)", small.commit_ms, large.commit_ms);
     row("WAL flush ms (mean)", small.flush_ms, large.flush_ms);
+    row("% WAL flushes over 5 ms", small.flush_over_5ms_pct, large.flush_over_5ms_pct);
   }
   row("RSS MiB filled", small.rss_mib, large.rss_mib);
   row("RSS MiB peak", small.hwm_mib, large.hwm_mib);
