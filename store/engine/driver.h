@@ -13,6 +13,7 @@
 #include <functional>
 #include <future>
 #include <optional>
+#include <vector>
 
 #include "common/error.h"
 #include "store/engine/tx.h"
@@ -52,6 +53,25 @@ class Driver {
         std::move(op), [&promise](std::optional<Error> e) { promise.set_value(std::move(e)); },
         sync);
     return future.get();
+  }
+  // Whether every write queues for one connection (SQLite's one writer), so that a long
+  // operation holds up every write queued behind it.
+  virtual bool SharesOneWriter() const { return false; }
+  // Release passes: runs each of `ops` as WriteAndWait would, in order, and waits for
+  // them all; returns each one's outcome. A driver that queues writes (SQLite's one
+  // writer) runs them as operations of their own, queued behind other writes, so that
+  // no submit waits behind a pass that reads and writes many rows. By default they run
+  // as one operation: the first Error fails them all (and rolls all of them back).
+  virtual std::vector<std::optional<Error>> WriteEachAndWait(std::vector<Op> ops, Sync sync) {
+    std::optional<Error> e = WriteAndWait(
+        [&ops](Tx& tx) -> std::optional<Error> {
+          for (const Op& op : ops) {
+            if (std::optional<Error> failed = op(tx)) return failed;
+          }
+          return std::nullopt;
+        },
+        sync);
+    return std::vector<std::optional<Error>>(ops.size(), e);
   }
   // Runs `op` on a consistent read-only snapshot and returns its Error or nothing.
   virtual std::optional<Error> Read(const Op& op) = 0;

@@ -6,6 +6,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -127,6 +128,12 @@ class Engine : public Store {
   void DecideLimitBatchAsync(std::vector<PendingLimits> batch, std::function<void()> finished);
   void SubmitShared(std::shared_ptr<const std::vector<NewJob>> jobs, Micros now,
                     Done<std::vector<Result<SubmitOutcome>>> done);
+
+  // Release passes on a driver whose writes share one connection are sized to hold it
+  // about this long (store/engine/engine.cc, LeaseMany), from what a job has cost the
+  // passes so far: the connection's time a leased job took, in µs (a moving average).
+  static constexpr double kPassBudgetMicros = 1000;
+  std::atomic<double> pass_micros_per_job_{10};
 
   static constexpr size_t kTokenCacheSize = 10000;
   static constexpr size_t kQueueCacheSize = 10000;

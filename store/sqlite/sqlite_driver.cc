@@ -80,6 +80,30 @@ std::optional<Error> SqliteDriver::WriteAndWait(Op op, Sync sync) {
   return r.error();
 }
 
+std::vector<std::optional<Error>> SqliteDriver::WriteEachAndWait(std::vector<Op> ops, Sync sync) {
+  std::vector<std::function<Result<Ok>(sqlite::Db&)>> fns;
+  fns.reserve(ops.size());
+  for (Op& op : ops) {
+    fns.push_back([op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+      SqliteTx tx(db, SqliteStatements::Get());
+      if (std::optional<Error> e = op(tx)) return *e;
+      return Ok{};
+    });
+  }
+  std::vector<Result<Ok>> results = writer_->RunEachBehind<Ok>(
+      std::move(fns), sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+  std::vector<std::optional<Error>> out;
+  out.reserve(results.size());
+  for (Result<Ok>& r : results) {
+    if (r.ok()) {
+      out.emplace_back(std::nullopt);
+    } else {
+      out.emplace_back(r.error());
+    }
+  }
+  return out;
+}
+
 std::optional<Error> SqliteDriver::Read(const Op& op) {
   std::unique_ptr<sqlite::Db> db;
   {

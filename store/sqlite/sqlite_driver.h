@@ -43,6 +43,9 @@ class SqliteDriver final : public Driver {
   void Write(Op op, Done done, Sync sync) override;
   // Answered on this thread, not through the completions executor.
   std::optional<Error> WriteAndWait(Op op, Sync sync) override;
+  bool SharesOneWriter() const override { return true; }
+  // Each op an operation of the writer's own, in its lane kBehind (store/sqlite/writer.h).
+  std::vector<std::optional<Error>> WriteEachAndWait(std::vector<Op> ops, Sync sync) override;
   std::optional<Error> Read(const Op& op) override;
 
   const Writer& writer() const { return *writer_; }

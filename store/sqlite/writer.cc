@@ -114,12 +114,32 @@ void Writer::Execute(Op op) {
   {
     std::lock_guard lock(queue_mu_);
     refused = stopping_;
-    if (!refused) queued_.push_back(std::move(op));
+    if (!refused) (op.lane == Lane::kBehind ? behind_ : queued_).push_back(std::move(op));
   }
   if (refused) {
     Finished late;
     late.emplace_back(std::move(op),
                       MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
+    return Finish(std::move(late));
+  }
+  RunQueued();
+}
+
+void Writer::ExecuteAll(std::vector<Op> ops) {
+  bool refused = false;
+  {
+    std::lock_guard lock(queue_mu_);
+    refused = stopping_;
+    if (!refused) {
+      for (Op& op : ops) (op.lane == Lane::kBehind ? behind_ : queued_).push_back(std::move(op));
+    }
+  }
+  if (refused) {
+    Finished late;
+    for (Op& op : ops) {
+      late.emplace_back(std::move(op),
+                        MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
+    }
     return Finish(std::move(late));
   }
   RunQueued();
@@ -151,7 +171,7 @@ void Writer::RunQueued() {
           completions_([inline_commit = inline_commit_] {
             std::lock_guard alive(inline_commit->mu);
             if (Writer* w = inline_commit->writer) {
-              w->CommitOnce();
+              w->CommitOnce(/*post_rest=*/false);
               w->RunQueued();  // what came while it committed
             }
           });
@@ -164,22 +184,35 @@ void Writer::RunQueued() {
     // An operation queued while this thread held the connection found it taken: run it
     // now (unless the transaction is full: the committer runs it after its commit).
     std::lock_guard lock(queue_mu_);
-    if (queued_.empty() || full) return;
+    if ((queued_.empty() && behind_.empty()) || full) return;
   }
 }
 
-bool Writer::RunQueuedLocked(Finished* finished) {
+bool Writer::RunQueuedLocked(Finished* finished, bool committing) {
   for (;;) {
     Op op;
     {
       std::lock_guard lock(queue_mu_);
-      if (queued_.empty()) return false;
+      const bool behind_too = !committing || !completions_ || stopping_;
+      if (queued_.empty() && (behind_.empty() || !behind_too)) return false;
       if (in_txn_.size() >= max_batch_) return true;
-      op = std::move(queued_.front());
-      queued_.pop_front();
+      // The committer waits for the connection: what is left goes in the next transaction.
+      if (!committing && !in_txn_.empty() && commits_waiting_.load(std::memory_order_relaxed) > 0) {
+        return true;
+      }
+      std::deque<Op>& lane = queued_.empty() ? behind_ : queued_;
+      op = std::move(lane.front());
+      lane.pop_front();
     }
     for (auto& f : ExecuteLocked(op)) finished->push_back(std::move(f));
   }
+}
+
+void Writer::PostRunQueued() {
+  completions_([inline_commit = inline_commit_] {
+    std::lock_guard alive(inline_commit->mu);
+    if (Writer* w = inline_commit->writer) w->RunQueued();
+  });
 }
 
 void Writer::WakeCommitter() {
@@ -196,7 +229,8 @@ void Writer::WaitForWork() {
   // anything, so a notification it sent between the committer's last look and its
   // sleep would be lost, and its operation stranded.
   std::unique_lock lock(queue_mu_);
-  while (!stopping_ && !wake_ && queued_.empty()) {
+  // Operations behind, with a completions executor, are run there (PostRunQueued).
+  while (!stopping_ && !wake_ && queued_.empty() && (behind_.empty() || completions_)) {
     if (before_sleep_) before_sleep_();
     work_cv_.wait(lock);
   }
@@ -205,7 +239,7 @@ void Writer::WaitForWork() {
 
 bool Writer::HasQueued() {
   std::lock_guard lock(queue_mu_);
-  return !queued_.empty();
+  return !queued_.empty() || !behind_.empty();
 }
 
 Writer::Finished Writer::ExecuteLocked(Op& op) {
@@ -316,7 +350,7 @@ void Writer::CommitLoop() {
   }
 }
 
-bool Writer::CommitOnce() {
+bool Writer::CommitOnce(bool post_rest) {
   std::vector<Op> ops;
   Finished failed;  // lost with their transaction: answered at once
   Finished riders;  // failed on their own: answered with the transaction they ran in
@@ -324,13 +358,15 @@ bool Writer::CommitOnce() {
   bool stop = false;
   std::optional<Error> err;
   double commit_seconds = 0;
+  commits_waiting_.fetch_add(1, std::memory_order_relaxed);
   {
     std::unique_lock db(db_mu_);
+    commits_waiting_.fetch_sub(1, std::memory_order_relaxed);
     commit_posted_ = false;
     waiter_ = false;
-    // Operations still queued (the transaction was full, or their callers found the
-    // connection taken) join this commit.
-    RunQueuedLocked(&failed);
+    // Operations still queued in turn (the transaction was full, or their callers found
+    // the connection taken) join this commit; those behind wait for the next one.
+    RunQueuedLocked(&failed, /*committing=*/true);
     riders.swap(riders_);
     durable = riders_durable_;
     riders_durable_ = false;
@@ -352,6 +388,8 @@ bool Writer::CommitOnce() {
     // but for kCommitted ones, which a durable rider's flush below covers.
   }
   Finish(std::move(failed));
+  // What is left queued runs while this commit flushes, in the next transaction.
+  if (post_rest && completions_ && !stop && HasQueued()) PostRunQueued();
   if (!ops.empty() && !err) {
     const bool waits_for_flush = pipelined() ? durable : flushes_;
     if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <future>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,11 +24,13 @@
 
 #include "store/sqlite/sqlite.h"
 #include "tests/store/store_fixture.h"
+#include "tests/testutil/subprocess.h"
 #include "tests/testutil/temp_dir.h"
 
 namespace sluice {
 namespace {
 
+using testing::Eventually;
 using testing::MakePolicy;
 using testing::StoreFixture;
 using testing::TempDir;
@@ -395,15 +398,15 @@ TEST_CASE(
   CHECK(w.flushes() == 1);
 }
 
-TEST_CASE("A caller never waits for the connection: its holder runs the operation", "[writer]") {
+TEST_CASE("A caller never waits for the connection: another thread runs its operation",
+          "[writer]") {
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
   std::promise<void> first_running, let_go;
   std::shared_future<void> go = let_go.get_future().share();
-  std::thread::id first_thread, second_thread;
+  std::thread::id second_thread;
   std::promise<Status> first_done, second_done;
   std::thread holder([&] {
-    first_thread = std::this_thread::get_id();
     w.RunAsync<Ok>(
         [&](sqlite::Db& d) -> Status {
           first_running.set_value();
@@ -430,7 +433,9 @@ TEST_CASE("A caller never waits for the connection: its holder runs the operatio
   CHECK(second_done.get_future().get().ok());
   holder.join();
   CHECK(ran);
-  CHECK(second_thread == first_thread);  // run by the thread that held the connection
+  // Run by the thread that held the connection, or, if the committer was waiting for
+  // the connection by then, by the committer before its COMMIT: never by this caller.
+  CHECK(second_thread != std::this_thread::get_id());
   auto count = CountKeys(w);
   REQUIRE(count.ok());
   CHECK(count.value() == 2);
@@ -743,6 +748,139 @@ TEST_CASE("Concurrent callers on executor threads all commit, grouped, with noth
     CHECK(w.commits() < w.operations());
   }
   CHECK(CountRowsInFile(dir.File("w.db")) == kThreads * kPerThread);
+}
+
+// What ran, in order, with the commits made before each ran and its thread.
+struct RunLog {
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::map<std::string, uint64_t> commits_before;
+  std::map<std::string, std::thread::id> thread;
+  void Ran(const std::string& name, const Writer& w) {
+    std::lock_guard lock(mu);
+    order.push_back(name);
+    commits_before[name] = w.commits();
+    thread[name] = std::this_thread::get_id();
+  }
+};
+
+// An operation that logs itself and inserts `k`.
+std::function<Result<Ok>(sqlite::Db&)> Logged(RunLog& log, const Writer& w, std::string name,
+                                              int64_t k) {
+  return [&log, &w, name, k](sqlite::Db& d) -> Result<Ok> {
+    log.Ran(name, w);
+    d.Prepare("INSERT INTO t (k) VALUES (?)").BindAll(k).Exec();
+    return Ok{};
+  };
+}
+
+TEST_CASE("Operations in turn run before those queued behind, whenever they were queued",
+          "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"));
+  RunLog log;
+  std::promise<void> holding, let_go;
+  std::shared_future<void> go = let_go.get_future().share();
+  std::promise<Status> a_done, c_done;
+  std::thread holder([&] {
+    w.RunAsync<Ok>(
+        [&](sqlite::Db& d) -> Status {
+          log.Ran("A", w);
+          holding.set_value();
+          go.wait();  // holds the connection until the test lets go
+          d.Exec("INSERT INTO t (k) VALUES (1)");
+          return Ok{};
+        },
+        [&](Status st) { a_done.set_value(st); });
+  });
+  holding.get_future().wait();
+  std::vector<Result<Ok>> passes;
+  std::thread behind([&] {
+    passes = w.RunEachBehind<Ok>({Logged(log, w, "B1", 2), Logged(log, w, "B2", 3)});
+  });
+  REQUIRE(Eventually([&] { return w.QueuedBehindForTesting() == 2; }, std::chrono::seconds(10)));
+  w.RunAsync<Ok>(Logged(log, w, "C", 4), [&](Status st) { c_done.set_value(st); });
+  let_go.set_value();
+  CHECK(a_done.get_future().get().ok());
+  CHECK(c_done.get_future().get().ok());
+  behind.join();
+  holder.join();
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[0].ok());
+  CHECK(passes[1].ok());
+  // C came last but runs before the two queued behind, which keep their order.
+  CHECK(log.order == std::vector<std::string>{"A", "C", "B1", "B2"});
+  auto count = CountKeys(w);
+  REQUIRE(count.ok());
+  CHECK(count.value() == 4);
+}
+
+TEST_CASE("A holder lets go for the committer; operations behind wait for the next commit",
+          "[writer]") {
+  TempDir dir;
+  HeldTasks tasks;  // declared before the writer: outlives it
+  RunLog log;
+  std::vector<Status> done0;
+  std::promise<Status> a_done, c_done;
+  std::vector<Result<Ok>> passes;
+  std::atomic<bool> passes_back{false};
+  {
+    Writer w(KeyTable(dir, "FULL"), 512, tasks.executor());
+    REQUIRE(w.pipelined());
+    HeldFlush held(w);
+    InsertKeyAsync(w, 0, &done0);
+    held.WaitUntilFlushing();  // commit 1 (key 0) is being flushed
+    std::promise<void> holding, let_go;
+    std::shared_future<void> go = let_go.get_future().share();
+    std::thread holder([&] {
+      w.RunAsync<Ok>(
+          [&](sqlite::Db& d) -> Status {
+            log.Ran("A", w);
+            holding.set_value();
+            go.wait();
+            d.Exec("INSERT INTO t (k) VALUES (1)");
+            return Ok{};
+          },
+          [&](Status st) { a_done.set_value(st); });
+    });
+    holding.get_future().wait();
+    std::thread behind([&] {
+      passes = w.RunEachBehind<Ok>({Logged(log, w, "B", 2)});
+      passes_back = true;
+    });
+    REQUIRE(Eventually([&] { return w.QueuedBehindForTesting() == 1; }, std::chrono::seconds(10)));
+    w.RunAsync<Ok>(Logged(log, w, "C", 3), [&](Status st) { c_done.set_value(st); });
+    // The flush ends; the committer wants the connection for the next commit.
+    held.Release();
+    REQUIRE(Eventually([&] { return w.CommitWantedForTesting(); }, std::chrono::seconds(10)));
+    let_go.set_value();  // A ends: its thread lets go instead of running C and B
+    holder.join();
+    // Answers, and the run of what was left queued, come through the executor.
+    REQUIRE(Eventually(
+        [&] {
+          tasks.RunAll();
+          return passes_back.load();
+        },
+        std::chrono::seconds(10)));
+    behind.join();
+    tasks.RunAll();
+    CHECK(a_done.get_future().get().ok());
+    CHECK(c_done.get_future().get().ok());
+    REQUIRE(passes.size() == 1);
+    CHECK(passes[0].ok());
+    REQUIRE(done0.size() == 1);
+    CHECK(done0[0].ok());
+    CHECK(log.order == std::vector<std::string>{"A", "C", "B"});
+    // A and C in commit 2, made by the committer (C did not run on A's thread); B in
+    // commit 3, run on the executor while commit 2 flushed.
+    CHECK(log.commits_before["A"] == 1);
+    CHECK(log.commits_before["C"] == 1);
+    CHECK(log.commits_before["B"] == 2);
+    CHECK(log.thread["C"] != log.thread["A"]);
+    CHECK(log.thread["B"] == std::this_thread::get_id());
+    CHECK(w.commits() == 3);
+  }
+  CHECK(CountRowsInFile(dir.File("w.db")) == 4);
 }
 
 }  // namespace
