@@ -196,8 +196,10 @@ bool Writer::RunQueuedLocked(Finished* finished, bool committing) {
       const bool behind_too = !committing || !completions_ || stopping_;
       if (queued_.empty() && (behind_.empty() || !behind_too)) return false;
       if (in_txn_.size() >= max_batch_) return true;
-      // The committer waits for the connection: what is left goes in the next transaction.
-      if (!committing && !in_txn_.empty() && commits_waiting_.load(std::memory_order_relaxed) > 0) {
+      // A commit waits for the connection: a pass left behind goes in the next transaction.
+      // (Operations in turn are short, and a waiting commit would run them anyway.)
+      if (queued_.empty() && !committing && !in_txn_.empty() &&
+          commits_waiting_.load(std::memory_order_relaxed) > 0) {
         return true;
       }
       std::deque<Op>& lane = queued_.empty() ? behind_ : queued_;
@@ -240,6 +242,11 @@ void Writer::WaitForWork() {
 bool Writer::HasQueued() {
   std::lock_guard lock(queue_mu_);
   return !queued_.empty() || !behind_.empty();
+}
+
+bool Writer::HasQueuedBehind() {
+  std::lock_guard lock(queue_mu_);
+  return !behind_.empty();
 }
 
 Writer::Finished Writer::ExecuteLocked(Op& op) {
@@ -388,8 +395,8 @@ bool Writer::CommitOnce(bool post_rest) {
     // but for kCommitted ones, which a durable rider's flush below covers.
   }
   Finish(std::move(failed));
-  // What is left queued runs while this commit flushes, in the next transaction.
-  if (post_rest && completions_ && !stop && HasQueued()) PostRunQueued();
+  // Passes left behind run while this commit flushes, in the next transaction.
+  if (post_rest && completions_ && !stop && HasQueuedBehind()) PostRunQueued();
   if (!ops.empty() && !err) {
     const bool waits_for_flush = pipelined() ? durable : flushes_;
     if (on_commit_) on_commit_(commit_seconds, ops.size(), waits_for_flush);
