@@ -456,15 +456,15 @@ std::vector<Result<LeaseOutcome>> Engine::LeaseMany(const std::vector<LeaseReque
   std::vector<LeaseOutcome> outs(requests.size());
   std::vector<size_t> first_of_op;
   std::vector<Driver::Op> ops;
+  auto jobs_of = [&requests](size_t i) {
+    return static_cast<double>(std::max<int64_t>(1, requests[i].max_jobs));
+  };
   for (size_t begin = 0, end = 0; begin < requests.size(); begin = end) {
-    double jobs = 0;
-    end = begin;
-    do {
-      jobs += static_cast<double>(std::max<int64_t>(1, requests[end].max_jobs));
-      ++end;
-    } while (end < requests.size() && (!bounded || jobs + static_cast<double>(std::max<int64_t>(
-                                                              1, requests[end].max_jobs)) <=
-                                                       jobs_per_pass));
+    double jobs = jobs_of(begin);
+    for (end = begin + 1; end < requests.size(); ++end) {
+      if (bounded && jobs + jobs_of(end) > jobs_per_pass) break;
+      jobs += jobs_of(end);
+    }
     first_of_op.push_back(begin);
     ops.push_back([this, &requests, &outs, begin, end, caller_now, lookahead,
                    bounded](Tx& tx) -> std::optional<Error> {

@@ -114,7 +114,7 @@ void Writer::Execute(Op op) {
   {
     std::lock_guard lock(queue_mu_);
     refused = stopping_;
-    if (!refused) (op.lane == Lane::kBehind ? behind_ : queued_).push_back(std::move(op));
+    if (!refused) queued_.push_back(std::move(op));
   }
   if (refused) {
     Finished late;
@@ -125,13 +125,13 @@ void Writer::Execute(Op op) {
   RunQueued();
 }
 
-void Writer::ExecuteAll(std::vector<Op> ops) {
+void Writer::ExecuteBehind(std::vector<Op> ops) {
   bool refused = false;
   {
     std::lock_guard lock(queue_mu_);
     refused = stopping_;
     if (!refused) {
-      for (Op& op : ops) (op.lane == Lane::kBehind ? behind_ : queued_).push_back(std::move(op));
+      for (Op& op : ops) behind_.push_back(std::move(op));
     }
   }
   if (refused) {

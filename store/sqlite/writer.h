@@ -35,8 +35,8 @@
 //      durable change (a job to lease, say) that a power loss could still take back.
 //
 // Lanes: an operation that finds the connection taken queues in its lane. Most are in
-// turn (kInTurn: arrival order); a release pass, which may read and write many rows, is
-// queued behind them (kBehind): every operation in turn, queued before or after it, runs
+// turn (arrival order); a release pass (RunEachBehind), which may read and write many
+// rows, is queued behind them: every operation in turn, queued before or after it, runs
 // first. And once the committer wants the connection, no more passes start in the
 // transaction it is about to commit: the thread that holds the connection lets go
 // instead of starting one, and the committer runs only the operations in turn before
@@ -56,8 +56,9 @@
 // trusted either: the writer fails every later operation, durable or not, with
 // storage_unavailable until the process restarts (and recovers from the file).
 // Thread-safe: Run() and RunAsync() may be called from any thread (RunEachBehind() from
-// any but the completions executor's), but not from inside an operation (it would wait for itself).
-// Destroy the writer only once every call has returned, and not from a `done` callback.
+// any but the completions executor's), but not from inside an operation (it would wait
+// for itself). Destroy the writer only once every call has returned, and not from a
+// `done` callback.
 #pragma once
 
 #include <atomic>
@@ -89,8 +90,6 @@ class Writer {
   // checkpoint; a power loss may forget it). A batch of kCommitted operations only
   // skips the flush; one kDurable operation in a batch flushes the batch.
   enum class Sync { kDurable, kCommitted };
-  // Where an operation queues when the connection is taken (see "Lanes" above).
-  enum class Lane { kInTurn, kBehind };
 
   // Takes ownership of the write connection. `max_batch` bounds one transaction: an
   // operation that finds it full waits for its commit, to run in the next one.
@@ -140,7 +139,7 @@ class Writer {
   }
 
   // Runs each of `fns` like Run, each an operation of its own (a failure rolls back only
-  // its own changes), queued in order in the lane kBehind, and waits for them all. They
+  // its own changes), queued in order behind the others, and waits for them all. They
   // may be committed in more than one transaction. Not from a thread of the completions
   // executor: those behind may be left for that executor to run.
   template <typename T>
@@ -153,9 +152,9 @@ class Writer {
       std::promise<Result<T>>* promise = &promises[i];
       ops.push_back(MakeOp<T>(
           std::move(fns[i]), [promise](Result<T> r) { promise->set_value(std::move(r)); },
-          /*deferred=*/false, sync, Lane::kBehind));
+          /*deferred=*/false, sync));
     }
-    ExecuteAll(std::move(ops));
+    ExecuteBehind(std::move(ops));
     std::vector<Result<T>> results;
     results.reserve(promises.size());
     for (auto& promise : promises) results.push_back(promise.get_future().get());
@@ -194,13 +193,13 @@ class Writer {
   template <typename T>
   void Submit(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
               bool deferred, Sync sync) {
-    Execute(MakeOp<T>(std::move(fn), std::move(done), deferred, sync, Lane::kInTurn));
+    Execute(MakeOp<T>(std::move(fn), std::move(done), deferred, sync));
   }
 
   struct Op;
   template <typename T>
   static Op MakeOp(std::function<Result<T>(sqlite::Db&)> fn, std::function<void(Result<T>)> done,
-                   bool deferred, Sync sync, Lane lane) {
+                   bool deferred, Sync sync) {
     auto slot = std::make_shared<std::optional<Result<T>>>();
     return Op{[fn = std::move(fn), slot](sqlite::Db& db) -> std::optional<Error> {
                 try {
@@ -219,7 +218,7 @@ class Writer {
                   done(std::move(**slot));
                 }
               },
-              deferred, sync, lane};
+              deferred, sync};
   }
 
   struct Op {
@@ -229,7 +228,6 @@ class Writer {
     std::function<void(const std::optional<Error>&)> finish;
     bool deferred = false;  // finish through completions_ (else on the finishing thread)
     Sync sync = Sync::kDurable;
-    Lane lane = Lane::kInTurn;
   };
 
   // Operations to finish, each with its error (none: its result is its answer).
@@ -239,7 +237,7 @@ class Writer {
   // if need be) unless another thread holds the connection: that thread runs them
   // before it lets go. So a caller never waits for the connection.
   void Execute(Op op);
-  void ExecuteAll(std::vector<Op> ops);  // queues them all, then as Execute
+  void ExecuteBehind(std::vector<Op> ops);  // queues them all behind, then as Execute
   // Runs queued operations (those in turn first) in the open transaction until none is
   // left (returns false), or the transaction is full, or (unless `committing`) the
   // committer wants the connection (true); db_mu_ held. `committing`: for the commit
