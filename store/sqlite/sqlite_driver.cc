@@ -39,6 +39,7 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
     // Only the migration record's applied_at reads the wall clock.
     PrepareSqliteSchema(*db, WallMicros());
     driver->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
+    driver->queue_rows_.Attach(*db);
     driver->writer_ = std::make_unique<Writer>(
         std::move(db), options.max_batch, options.completions, options.on_commit, options.on_flush);
   } catch (const sqlite::SqliteError& e) {
@@ -53,8 +54,8 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
 
 void SqliteDriver::Write(Op op, Done done, Sync sync) {
   writer_->RunAsync<Ok>(
-      [op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-        SqliteTx tx(db, SqliteStatements::Get());
+      [this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+        SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
         if (std::optional<Error> e = op(tx)) return *e;
         return Ok{};
       },
@@ -70,8 +71,8 @@ void SqliteDriver::Write(Op op, Done done, Sync sync) {
 
 std::optional<Error> SqliteDriver::WriteAndWait(Op op, Sync sync) {
   Result<Ok> r = writer_->Run<Ok>(
-      [op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-        SqliteTx tx(db, SqliteStatements::Get());
+      [this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+        SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
         if (std::optional<Error> e = op(tx)) return *e;
         return Ok{};
       },
@@ -84,8 +85,8 @@ std::vector<std::optional<Error>> SqliteDriver::WriteEachAndWait(std::vector<Op>
   std::vector<std::function<Result<Ok>(sqlite::Db&)>> fns;
   fns.reserve(ops.size());
   for (Op& op : ops) {
-    fns.push_back([op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-      SqliteTx tx(db, SqliteStatements::Get());
+    fns.push_back([this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+      SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
       if (std::optional<Error> e = op(tx)) return *e;
       return Ok{};
     });

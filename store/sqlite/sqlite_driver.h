@@ -14,6 +14,7 @@
 #include "store/engine/driver.h"
 #include "store/sqlite/checkpointer.h"
 #include "store/sqlite/file_lock.h"
+#include "store/sqlite/queue_rows.h"
 #include "store/sqlite/sqlite.h"
 #include "store/sqlite/writer.h"
 
@@ -44,7 +45,8 @@ class SqliteDriver final : public Driver {
   // Answered on this thread, not through the completions executor.
   std::optional<Error> WriteAndWait(Op op, Sync sync) override;
   bool SharesOneWriter() const override { return true; }
-  // Each op an operation of the writer's own, in its lane kBehind (store/sqlite/writer.h).
+  // Each op an operation of the writer's own, queued behind the others (ExecuteBehind,
+  // store/sqlite/writer.h).
   std::vector<std::optional<Error>> WriteEachAndWait(std::vector<Op> ops, Sync sync) override;
   std::optional<Error> Read(const Op& op) override;
 
@@ -59,6 +61,7 @@ class SqliteDriver final : public Driver {
   // Declared first: released only once every connection below is closed.
   std::unique_ptr<SqliteFileLock> lock_;
   std::unique_ptr<Checkpointer> checkpointer_;  // declared before writer_: outlives it
+  QueueRows queue_rows_;  // the writer connection's hooks point here: outlives writer_
   std::unique_ptr<Writer> writer_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<sqlite::Db>> idle_readers_;  // guarded by readers_mu_

@@ -96,10 +96,15 @@ std::optional<JobRecord> SqliteTx::OneJob(Stmt& s) {
 // ---- Queues ------------------------------------------------------------------------
 
 std::optional<QueueRow> SqliteTx::LoadQueue(const std::string& name) {
+  if (queue_rows_) {
+    if (const std::optional<QueueRow>* cached = queue_rows_->Find(name)) return *cached;
+  }
   Stmt s = db_.Prepare(sql_.select_queue);
   s.BindAll(name);
-  if (!s.Step()) return std::nullopt;
-  return RowToQueue(s);
+  std::optional<QueueRow> row;
+  if (s.Step()) row = RowToQueue(s);
+  if (queue_rows_) queue_rows_->Put(name, row);
+  return row;
 }
 
 bool SqliteTx::QueueExists(const std::string& name) {
@@ -123,10 +128,12 @@ std::vector<std::pair<QueueRow, QueueStats>> SqliteTx::ListQueues() {
 }
 
 void SqliteTx::UpsertQueue(const std::string& name, const std::string& policy, Micros now) {
+  QueueChanging();
   db_.Prepare(sql_.upsert_queue).BindAll(name, policy, now).Exec();
 }
 
 bool SqliteTx::SetPaused(const std::string& name, bool paused, Micros now) {
+  QueueChanging();
   return db_.Prepare(sql_.set_paused).BindAll(name, Flag(paused), now).Exec() > 0;
 }
 
@@ -138,6 +145,7 @@ int64_t SqliteTx::QueueBusy(const std::string& name) {
 }
 
 bool SqliteTx::DeleteQueue(const std::string& name) {
+  QueueChanging();
   return db_.Prepare(sql_.delete_queue).BindAll(name).Exec() > 0;
 }
 

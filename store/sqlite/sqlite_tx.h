@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "store/engine/tx.h"
+#include "store/sqlite/queue_rows.h"
 #include "store/sqlite/sqlite.h"
 #include "store/statements.h"
 
@@ -15,29 +16,33 @@ namespace sluice {
 
 // Every statement the driver runs, by name. Adding one: a block in statements.sql and
 // a name here (tests/store/statements_test.cc checks the two lists agree).
-#define SLUICE_SQLITE_STATEMENTS(X)                                                                \
-  X(select_queue)                                                                                  \
-  X(queue_exists)                                                                                  \
-  X(queue_stats)                                                                                   \
-  X(list_queues)                                                                                   \
-  X(upsert_queue)                                                                                  \
-  X(set_paused)                                                                                    \
-  X(queue_busy)                                                                                    \
-  X(delete_queue)                                                                                  \
-  X(select_bucket)                                                                                 \
-  X(list_buckets)                                                                                  \
-  X(ready_buckets) X(bucket_heads_fresh) X(bucket_heads_waiting) X(backlog_buckets) X(backlog_jobs) X(bucket_admitted)     \
-      X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded) X(bucket_requeued)       \
-          X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back) X(insert_job) X(select_job) X(job_exists)      \
-              X(cost_ahead) X(next_available) X(lease_job) X(select_job_by_seq) X(complete_job) X(select_live_lease)    \
-                  X(end_attempt) X(leases_due) X(any_expire_due) X(expire_due) X(heartbeat) X(cancel_job)            \
-                      X(retry_job) X(list_jobs) X(clean_jobs) X(clean_idempotency_keys)            \
-                          X(select_idempotency) X(insert_idempotency) X(probe) X(insert_token)     \
-                              X(select_token) X(list_tokens) X(revoke_token) X(select_limit)       \
-                                  X(insert_limit) X(update_limit) X(clean_limits) X(select_layers) \
-                                      X(put_layers) X(limit_stats) X(select_config_source)         \
-                                          X(set_config_source) X(clear_config_source)              \
-                                              X(list_config_sources)
+#define SLUICE_SQLITE_STATEMENTS(X)                                                              \
+  X(select_queue)                                                                                \
+  X(queue_exists)                                                                                \
+  X(queue_stats)                                                                                 \
+  X(list_queues)                                                                                 \
+  X(upsert_queue)                                                                                \
+  X(set_paused)                                                                                  \
+  X(queue_busy)                                                                                  \
+  X(delete_queue)                                                                                \
+  X(select_bucket)                                                                               \
+  X(list_buckets)                                                                                \
+  X(ready_buckets)                                                                               \
+  X(bucket_heads_fresh) X(bucket_heads_waiting) X(backlog_buckets) X(backlog_jobs)               \
+      X(bucket_admitted) X(bucket_released) X(bucket_lease_ended) X(bucket_leases_succeeded)     \
+          X(bucket_requeued) X(bucket_dequeued) X(dirty_queue_buckets) X(bucket_cursor_back)     \
+              X(insert_job) X(select_job) X(job_exists) X(cost_ahead) X(next_available)          \
+                  X(lease_job) X(select_job_by_seq) X(complete_job) X(select_live_lease)         \
+                      X(end_attempt) X(leases_due) X(any_expire_due) X(expire_due) X(heartbeat)  \
+                          X(cancel_job) X(retry_job) X(list_jobs) X(clean_jobs)                  \
+                              X(clean_idempotency_keys) X(select_idempotency)                    \
+                                  X(insert_idempotency) X(probe) X(insert_token) X(select_token) \
+                                      X(list_tokens) X(revoke_token) X(select_limit)             \
+                                          X(insert_limit) X(update_limit) X(clean_limits)        \
+                                              X(select_layers) X(put_layers) X(limit_stats)      \
+                                                  X(select_config_source) X(set_config_source)   \
+                                                      X(clear_config_source)                     \
+                                                          X(list_config_sources)
 
 struct SqliteStatements {
   // From store/sql/sqlite/statements.sql; throws if one is missing.
@@ -50,7 +55,10 @@ struct SqliteStatements {
 
 class SqliteTx final : public Tx {
  public:
-  SqliteTx(sqlite::Db& db, const SqliteStatements& sql) : db_(db), sql_(sql) {}
+  // `queue_rows`: the writer connection's cache of queue rows (store/sqlite/queue_rows.h);
+  // nullptr on a reader's connection.
+  SqliteTx(sqlite::Db& db, const SqliteStatements& sql, QueueRows* queue_rows = nullptr)
+      : db_(db), sql_(sql), queue_rows_(queue_rows) {}
 
   Micros Now(Micros caller) override { return caller; }  // one process: the caller's clock
 
@@ -145,8 +153,14 @@ class SqliteTx final : public Tx {
  private:
   std::optional<JobRecord> OneJob(sqlite::Stmt& s);
 
+  // A queue row is about to change: the writer's cache stops serving it.
+  void QueueChanging() {
+    if (queue_rows_) queue_rows_->Changed();
+  }
+
   sqlite::Db& db_;
   const SqliteStatements& sql_;
+  QueueRows* queue_rows_;
   // Per bucket (queue, tenant), one past the highest seq this operation leased: where
   // BucketReleased moves the bucket's cursor (schema.sql, buckets.head_seq).
   std::map<std::pair<std::string, std::string>, int64_t> leased_upto_;
