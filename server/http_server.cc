@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -378,10 +378,14 @@ class Session : public std::enable_shared_from_this<Session> {
         })) {
       return given;
     }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "-%llx",
-                  static_cast<unsigned long long>(server_.request_counter_.fetch_add(1) + 1));
-    return server_.id_prefix_ + buf;
+    char buf[24] = {'-'};
+    const auto n = static_cast<unsigned long long>(server_.request_counter_.fetch_add(1) + 1);
+    char* end = std::to_chars(buf + 1, buf + sizeof buf, n, 16).ptr;
+    std::string id;
+    id.reserve(server_.id_prefix_.size() + static_cast<size_t>(end - buf));
+    id += server_.id_prefix_;
+    id.append(buf, end);
+    return id;
   }
 
   void Write(HttpResponse res) {
