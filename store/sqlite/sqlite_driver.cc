@@ -20,7 +20,11 @@ Micros WallMicros() {
 SqliteDriver::SqliteDriver(const SqliteStoreOptions& options)
     : path_(options.path),
       synchronous_(options.synchronous),
-      busy_timeout_ms_(options.busy_timeout_ms) {}
+      busy_timeout_ms_(options.busy_timeout_ms),
+      intake_batches_(
+          options.intake_batches >= 0
+              ? static_cast<size_t>(options.intake_batches)
+              : (options.synchronous == "NORMAL" || options.synchronous == "OFF" ? 2 : 0)) {}
 
 SqliteDriver::~SqliteDriver() = default;
 

@@ -1,5 +1,6 @@
 // Test fixture for store/: a fresh store per test on the driver the environment names
-// (SLUICE_TEST_DRIVER=sqlite, the default: a new file in a TempDir; =postgres: a new
+// (SLUICE_TEST_DRIVER=sqlite, the default: a new file in a TempDir, at
+// SLUICE_TEST_SQLITE_SYNC, FULL by default; =postgres: a new
 // database on the shared test server, testutil/pg_server.h), virtual time (ManualClock:
 // the PostgreSQL store is opened with the caller's clock) and a deterministic
 // retry-jitter draw. The contract tests (tag [store]) use only the Store interface, so
@@ -71,6 +72,11 @@ class StoreFixture {
     REQUIRE(driver_ == "sqlite");
     SqliteStoreOptions options;
     options.path = db_path();
+    // SLUICE_TEST_SQLITE_SYNC=NORMAL: the suite once more as sluiced --synchronous NORMAL
+    // runs it, with concurrent submits in batches (SqliteStoreOptions::intake_batches).
+    if (const char* sync = std::getenv("SLUICE_TEST_SQLITE_SYNC"); sync && *sync) {
+      options.synchronous = sync;
+    }
     options.unit_random = [this] { return unit_random_; };
     auto opened = SqliteStore::Open(options);
     INFO((opened.ok() ? std::string() : opened.error().detail));
