@@ -24,7 +24,7 @@ SqliteDriver::SqliteDriver(const SqliteStoreOptions& options)
       intake_batches_(
           options.intake_batches >= 0
               ? static_cast<size_t>(options.intake_batches)
-              : (options.synchronous == "NORMAL" || options.synchronous == "OFF" ? 2 : 0)) {}
+              : (options.synchronous == "NORMAL" || options.synchronous == "OFF" ? 1 : 0)) {}
 
 SqliteDriver::~SqliteDriver() = default;
 

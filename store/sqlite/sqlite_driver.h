@@ -26,10 +26,11 @@ struct SqliteStoreOptions {
   int busy_timeout_ms = 5000;        // how long a statement waits on a lock
   size_t max_batch = 512;            // operations per group commit
   // Batches of concurrent submits in flight at once, each one operation of the writer
-  // (Driver::IntakeBatches); 0: each submit an operation of its own. -1: 2 at NORMAL
+  // (Driver::IntakeBatches); 0: each submit an operation of its own. -1: 1 at NORMAL
   // (or OFF), where a commit waits for no flush, else 0: at FULL a batch would wait for
-  // the flush of the one before it (concurrent A/B, 2026-12-07: NORMAL -4 % CPU per job and
-  // +5 % jobs/s; FULL -20 % jobs/s).
+  // the flush of the one before it. Concurrent A/B runs (bench/ab.sh, 2026-12-07) at
+  // NORMAL: batches -4 % CPU per job against none; one in flight -5 % against two (the
+  // next batch gathers while one commits), four +5 %. At FULL, two: -20 % jobs/s.
   int intake_batches = -1;
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
   // Where the completions of asynchronous writes run, once per group commit (see
