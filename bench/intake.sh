@@ -236,14 +236,15 @@ run_sluice() {  # run_sluice <FULL|NORMAL> <raw-output-file>
 
   echo "== sluiced --synchronous $sync on $url: wrk -t$WRK_THREADS -c$CONNS -d$DURATION POST /v1/queues/intake/jobs" >"$file.head"
   SLUICE_BENCH_TOKEN="$token" run_wrk "$file.body" "$pid" -s "$LUA" "$url/v1/queues/intake/jobs"
-  # Where a job's time goes in the store: mean commit and flush durations, and jobs per
-  # commit, from the server's own histograms.
+  # Where a job's time goes in the store: mean commit and flush durations, and writer
+  # operations per commit, from the server's own histograms (an operation is one job at
+  # FULL, a batch of the submits that gathered at NORMAL).
   S_STORE="$(curl -fsS --max-time 5 -H "Authorization: Bearer $admin" "$url/metrics" 2>/dev/null |
     awk '$1 == "sluice_storage_commit_seconds_sum" {cs = $2} $1 == "sluice_storage_commit_seconds_count" {cn = $2}
          $1 == "sluice_storage_commit_batch_size_sum" {bs = $2}
          $1 == "sluice_storage_flush_seconds_sum" {fs = $2} $1 == "sluice_storage_flush_seconds_count" {fn = $2}
-         END {if (cn > 0) printf "commit %.3f ms mean, %.1f jobs per commit", cs * 1000 / cn, bs / cn;
-              if (fn > 0) printf "; flush %.3f ms mean (%d flushes, %.1f jobs each)", fs * 1000 / fn, fn, bs / fn}')" || S_STORE=""
+         END {if (cn > 0) printf "commit %.3f ms mean, %.1f operations per commit", cs * 1000 / cn, bs / cn;
+              if (fn > 0) printf "; flush %.3f ms mean (%d flushes, %.1f operations each)", fs * 1000 / fn, fn, bs / fn}')" || S_STORE=""
   S_DIED=""
   if ! alive "$pid"; then
     local st=0
