@@ -109,29 +109,17 @@ uint64_t Writer::operations() const {
   return operations_;
 }
 
-void Writer::Execute(Op op) {
-  bool refused = false;
-  {
-    std::lock_guard lock(queue_mu_);
-    refused = stopping_;
-    if (!refused) queued_.push_back(std::move(op));
-  }
-  if (refused) {
-    Finished late;
-    late.emplace_back(std::move(op),
-                      MakeError(ErrorCode::kStorageUnavailable, "store is shutting down"));
-    return Finish(std::move(late));
-  }
-  RunQueued();
-}
+void Writer::Execute(Op op) { Queue(queued_, std::span<Op>(&op, 1)); }
 
-void Writer::ExecuteBehind(std::vector<Op> ops) {
+void Writer::ExecuteBehind(std::vector<Op> ops) { Queue(behind_, ops); }
+
+void Writer::Queue(std::deque<Op>& lane, std::span<Op> ops) {
   bool refused = false;
   {
     std::lock_guard lock(queue_mu_);
     refused = stopping_;
     if (!refused) {
-      for (Op& op : ops) behind_.push_back(std::move(op));
+      for (Op& op : ops) lane.push_back(std::move(op));
     }
   }
   if (refused) {

@@ -69,6 +69,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -238,6 +239,8 @@ class Writer {
   // before it lets go. So a caller never waits for the connection.
   void Execute(Op op);
   void ExecuteBehind(std::vector<Op> ops);  // queues them all behind, then as Execute
+  // Both: `ops` into `lane` (queued_ or behind_), or refused once stopping; then runs.
+  void Queue(std::deque<Op>& lane, std::span<Op> ops);
   // Runs queued operations (those in turn first) in the open transaction until none is
   // left (returns false), or the transaction is full, or (unless `committing`) the
   // committer wants the connection (true); db_mu_ held. `committing`: for the commit
