@@ -15,6 +15,10 @@ Micros WallMicros() {
       .count();
 }
 
+Writer::Sync WriterSync(Driver::Sync sync) {
+  return sync == Driver::Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted;
+}
+
 }  // namespace
 
 SqliteDriver::SqliteDriver(const SqliteStoreOptions& options)
@@ -56,13 +60,17 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
   return driver;
 }
 
+std::function<Result<Ok>(sqlite::Db&)> SqliteDriver::OnWriter(Op op) {
+  return [this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
+    SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
+    if (std::optional<Error> e = op(tx)) return *e;
+    return Ok{};
+  };
+}
+
 void SqliteDriver::Write(Op op, Done done, Sync sync) {
   writer_->RunAsync<Ok>(
-      [this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-        SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
-        if (std::optional<Error> e = op(tx)) return *e;
-        return Ok{};
-      },
+      OnWriter(std::move(op)),
       [done = std::move(done)](Result<Ok> r) {
         if (r.ok()) {
           done(std::nullopt);
@@ -70,17 +78,11 @@ void SqliteDriver::Write(Op op, Done done, Sync sync) {
           done(r.error());
         }
       },
-      sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+      WriterSync(sync));
 }
 
 std::optional<Error> SqliteDriver::WriteAndWait(Op op, Sync sync) {
-  Result<Ok> r = writer_->Run<Ok>(
-      [this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-        SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
-        if (std::optional<Error> e = op(tx)) return *e;
-        return Ok{};
-      },
-      sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+  Result<Ok> r = writer_->Run<Ok>(OnWriter(std::move(op)), WriterSync(sync));
   if (r.ok()) return std::nullopt;
   return r.error();
 }
@@ -88,15 +90,8 @@ std::optional<Error> SqliteDriver::WriteAndWait(Op op, Sync sync) {
 std::vector<std::optional<Error>> SqliteDriver::WriteEachAndWait(std::vector<Op> ops, Sync sync) {
   std::vector<std::function<Result<Ok>(sqlite::Db&)>> fns;
   fns.reserve(ops.size());
-  for (Op& op : ops) {
-    fns.push_back([this, op = std::move(op)](sqlite::Db& db) -> Result<Ok> {
-      SqliteTx tx(db, SqliteStatements::Get(), &queue_rows_);
-      if (std::optional<Error> e = op(tx)) return *e;
-      return Ok{};
-    });
-  }
-  std::vector<Result<Ok>> results = writer_->RunEachBehind<Ok>(
-      std::move(fns), sync == Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted);
+  for (Op& op : ops) fns.push_back(OnWriter(std::move(op)));
+  std::vector<Result<Ok>> results = writer_->RunEachBehind<Ok>(std::move(fns), WriterSync(sync));
   std::vector<std::optional<Error>> out;
   out.reserve(results.size());
   for (Result<Ok>& r : results) {

@@ -62,6 +62,8 @@ class SqliteDriver final : public Driver {
 
  private:
   explicit SqliteDriver(const SqliteStoreOptions& options);
+  // `op` as an operation of the writer: a transaction on its connection, with its cache.
+  std::function<Result<Ok>(sqlite::Db&)> OnWriter(Op op);
 
   std::string path_;
   std::string synchronous_;
