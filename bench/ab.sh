@@ -71,11 +71,10 @@ start() {
 
 # load <label> <raw output>: the round's load on one server, in the background (LOAD_PID).
 load() {
-  local url pid token
-  url="$(eval echo "\$$1_URL")" pid="$(eval echo "\$$1_PID")"
+  local url_var="$1_URL" pid_var="$1_PID" token_var="$1_TOKEN" url pid
+  url="${!url_var}" pid="${!pid_var}"
   if [ "$MODE" = intake ]; then
-    token="$(eval echo "\$$1_TOKEN")"
-    SLUICE_BENCH_TOKEN="$token" wrk -t1 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/intake.lua" \
+    SLUICE_BENCH_TOKEN="${!token_var}" wrk -t1 -c"$CONNS" -d"$DURATION" -s "$ROOT/bench/intake.lua" \
       "$url/v1/queues/intake/jobs" >"$2" 2>&1 &
   else
     SLUICE_ADMIN_TOKEN="$ADMIN" "$E2E" --server "$url" --sluiced-pid "$pid" --jobs "$JOBS" \
