@@ -242,7 +242,24 @@ std::vector<std::pair<std::string, BacklogJob>> SqliteTx::BacklogJobs(const std:
 
 void SqliteTx::BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
                               Micros ready_bound) {
-  db_.Prepare(sql_.bucket_admitted).BindAll(queue, tenant, cost, ready_bound).Exec();
+  db_.Prepare(sql_.bucket_admitted).BindAll(queue, tenant, cost, ready_bound, 1).Exec();
+}
+
+void SqliteTx::BucketsAdmitted(const std::string& queue, const std::vector<AdmittedJob>& jobs) {
+  // A batch of submits often holds several jobs of one bucket (they come sorted by
+  // tenant): one upsert each, with their count, their cost and the lowest bound.
+  for (size_t i = 0; i < jobs.size();) {
+    int64_t count = 0, cost = 0;
+    Micros bound = jobs[i].ready_bound;
+    size_t k = i;
+    for (; k < jobs.size() && jobs[k].tenant == jobs[i].tenant; ++k) {
+      ++count;
+      cost += jobs[k].cost;
+      bound = std::min(bound, jobs[k].ready_bound);
+    }
+    db_.Prepare(sql_.bucket_admitted).BindAll(queue, jobs[i].tenant, cost, bound, count).Exec();
+    i = k;
+  }
 }
 
 void SqliteTx::DirtyQueueBuckets(const std::string& queue) {

@@ -87,6 +87,7 @@ class SqliteTx final : public Tx {
   std::vector<std::pair<std::string, ScheduleInstant>> BacklogBuckets(
       const std::string& queue) override;
   std::vector<std::pair<std::string, BacklogJob>> BacklogJobs(const std::string& queue) override;
+  void BucketsAdmitted(const std::string& queue, const std::vector<AdmittedJob>& jobs) override;
   void BucketAdmitted(const std::string& queue, const std::string& tenant, int64_t cost,
                       Micros ready_bound) override;
   void DirtyQueueBuckets(const std::string& queue) override;

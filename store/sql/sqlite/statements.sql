@@ -113,12 +113,12 @@ SELECT tenant, cost, deadline_at FROM (
 ORDER BY tenant, seq;
 
 -- name: bucket_admitted
--- ?4: a lower bound of the bucket's next release with this job in it (ready_at never
--- rises here).
+-- ?5 jobs of total cost ?3 admitted; ?4: a lower bound of the bucket's next release with
+-- them in it (ready_at never rises here).
 INSERT INTO buckets (queue, tenant, queued_count, queued_cost, admitted_total, ready_at)
-VALUES (?1, ?2, 1, ?3, 1, ?4)
-ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + 1,
-  queued_cost = queued_cost + ?3, admitted_total = admitted_total + 1,
+VALUES (?1, ?2, ?5, ?3, ?5, ?4)
+ON CONFLICT (queue, tenant) DO UPDATE SET queued_count = queued_count + ?5,
+  queued_cost = queued_cost + ?3, admitted_total = admitted_total + ?5,
   ready_at = MIN(ready_at, ?4);
 
 -- name: bucket_released
