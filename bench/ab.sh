@@ -8,7 +8,8 @@
 # Usage: bench/ab.sh <sluiced A> <sluiced B> [rounds]      (default 5)
 #   env: MODE intake (default) | e2e, SYNC NORMAL (default) | FULL, DURATION (10s, intake),
 #        CONNS (8 per server, intake), JOBS (20000 per server, e2e), TENANTS (10, e2e),
-#        SUBMITTERS (24 per server, e2e), WORKERS (4 per server, e2e).
+#        SUBMITTERS (24 per server, e2e), WORKERS (4 per server, e2e), ACCESS_LOG (0: off;
+#        1: on, sluiced's default, as bench/intake.sh runs it).
 #   A and B are paths to sluiced binaries (copy one aside before rebuilding the other).
 #
 # Each round starts A and B on fresh SQLite files, then loads both at once:
@@ -34,6 +35,7 @@ JOBS="${JOBS:-20000}"
 TENANTS="${TENANTS:-10}"
 SUBMITTERS="${SUBMITTERS:-24}"
 WORKERS="${WORKERS:-4}"
+ACCESS_LOG="${ACCESS_LOG:-0}"
 KEEP_DATA=0
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "rounds must be a positive integer" >&2; exit 2; }
 for bin in "$A" "$B"; do [ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 2; }; done
@@ -58,7 +60,9 @@ start() {
   local dir
   dir="$(mktemp -d "$ROOT/$OUT/ab-data.XXXXXX")"
   DATA_DIRS+=("$dir")
-  SLUICED="$1" start_sluiced "$dir/sluice.db" "$dir/sluiced" --synchronous "$SYNC" --no-access-log
+  local log=(--no-access-log)
+  [ "$ACCESS_LOG" = 1 ] && log=()
+  SLUICED="$1" start_sluiced "$dir/sluice.db" "$dir/sluiced" --synchronous "$SYNC" "${log[@]}"
   printf -v "$2_PID" '%s' "$S_PID"
   printf -v "$2_URL" '%s' "$S_URL"
   [ "$MODE" = intake ] || return 0

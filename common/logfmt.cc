@@ -7,13 +7,16 @@
 
 namespace sluice {
 
-std::string LogfmtValue(std::string_view s) {
+void AppendLogfmtValue(std::string& out, std::string_view s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return c > 0x20 && c < 0x7f && c != '"' && c != '=' && c != '\\';
   });
-  if (plain) return std::string(s);
+  if (plain) {
+    out += s;
+    return;
+  }
   const std::string text = IsValidUtf8(s) ? std::string(s) : SanitizeUtf8(s);
-  std::string out = "\"";
+  out += '"';
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
@@ -29,7 +32,13 @@ std::string LogfmtValue(std::string_view s) {
       out += c;
     }
   }
-  return out + "\"";
+  out += '"';
+}
+
+std::string LogfmtValue(std::string_view s) {
+  std::string out;
+  AppendLogfmtValue(out, s);
+  return out;
 }
 
 }  // namespace sluice

@@ -10,5 +10,7 @@
 namespace sluice {
 
 std::string LogfmtValue(std::string_view s);
+// The same, appended to `out`.
+void AppendLogfmtValue(std::string& out, std::string_view s);
 
 }  // namespace sluice

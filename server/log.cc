@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -56,6 +58,14 @@ class BufferedFdSink final : public spdlog::sinks::base_sink<std::mutex> {
   }
   void flush_() override { WriteOut(); }
 
+ public:
+  // A line formatted whole by the caller (its time, level and end of line included).
+  void AppendLine(std::string_view line) {
+    std::lock_guard lock(mutex_);
+    buffer_.append(line);
+    if (buffer_.size() >= kHighWater) WriteOut();
+  }
+
  private:
   static constexpr size_t kHighWater = 64 * 1024;
 
@@ -85,13 +95,33 @@ class BufferedFdSink final : public spdlog::sinks::base_sink<std::mutex> {
   std::thread flusher_;
 };
 
+// The logger ConfigureLogging made and its sink, which access lines reach without
+// spdlog's formatting while that logger is the default one.
+std::shared_ptr<spdlog::logger> own_logger;
+std::shared_ptr<BufferedFdSink> sink;
+
+// A request's duration in ms, rounded to the µs: "12", "0.812", "3.05".
+void AppendDurationMs(std::string& out, double ms) {
+  const auto us = static_cast<int64_t>(std::llround(std::max(0.0, ms) * 1000));
+  out += std::to_string(us / 1000);
+  int64_t frac = us % 1000;
+  if (frac == 0) return;
+  char digits[4] = {static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                    static_cast<char>('0' + frac % 10), '\0'};
+  int n = 3;
+  while (digits[n - 1] == '0') --n;
+  out += '.';
+  out.append(digits, static_cast<size_t>(n));
+}
+
 }  // namespace
 
 void ConfigureLogging(LogFormat f, std::string instance_id) {
   format = f;
   instance = std::move(instance_id);
-  auto logger =
-      std::make_shared<spdlog::logger>("sluiced", std::make_shared<BufferedFdSink>(STDERR_FILENO));
+  sink = std::make_shared<BufferedFdSink>(STDERR_FILENO);
+  auto logger = std::make_shared<spdlog::logger>("sluiced", sink);
+  own_logger = logger;
   // The time and level are part of each line's text (they differ per format).
   logger->set_pattern(f == LogFormat::kJson ? "%v" : "%Y-%m-%dT%H:%M:%S.%eZ %l %v",
                       spdlog::pattern_time_type::utc);
@@ -132,12 +162,38 @@ void LogRequest(std::string_view request_id, std::string_view method, std::strin
               {"remote", remote}});
     return;
   }
-  // Same fields, same order and quoting as LogEvent's text format.
-  spdlog::info(
-      "request instance={} client_ip={} duration_ms={} method={} path={} remote={} request_id={} "
-      "status={}",
-      instance, LogfmtValue(client_ip), nlohmann::json(duration_ms).dump(), LogfmtValue(method),
-      LogfmtValue(path), LogfmtValue(remote), LogfmtValue(request_id), status);
+  // Same fields, same order and quoting as LogEvent's text format, and the same prefix
+  // as the logger's pattern; appended straight to the sink: spdlog's formatting of the
+  // time and of the arguments took half of this line's cost (4 % of a submit's CPU).
+  std::string line;
+  line.reserve(192 + path.size());
+  const bool direct = sink && spdlog::default_logger_raw() == own_logger.get();
+  if (direct) {
+    line += FormatRfc3339(WallNowMicros());
+    line += " info ";
+  }
+  const size_t body = line.size();
+  line += "request instance=";
+  line += instance;
+  auto field = [&line](std::string_view name, std::string_view value) {
+    line += name;
+    AppendLogfmtValue(line, value);
+  };
+  field(" client_ip=", client_ip);
+  line += " duration_ms=";
+  AppendDurationMs(line, duration_ms);
+  field(" method=", method);
+  field(" path=", path);
+  field(" remote=", remote);
+  field(" request_id=", request_id);
+  line += " status=";
+  line += std::to_string(status);
+  if (!direct) {  // another logger (or none configured): through spdlog
+    spdlog::info("{}", std::string_view(line).substr(body));
+    return;
+  }
+  line += '\n';
+  sink->AppendLine(line);
 }
 
 std::string TokenDigest(std::string_view token) {
