@@ -46,7 +46,9 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
                                      sqlite::RegisterCoalescingWalVfs());
     // Only the migration record's applied_at reads the wall clock.
     PrepareSqliteSchema(*db, WallMicros());
-    driver->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db);
+    const bool flushes = options.synchronous != "NORMAL" && options.synchronous != "OFF";
+    driver->checkpointer_ = std::make_unique<Checkpointer>(
+        options.path, *db, options.wal_pages > 0 ? options.wal_pages : (flushes ? 1000 : 4000));
     driver->queue_rows_.Attach(*db);
     driver->writer_ = std::make_unique<Writer>(
         std::move(db), options.max_batch, options.completions, options.on_commit, options.on_flush);

@@ -32,6 +32,15 @@ struct SqliteStoreOptions {
   // NORMAL: batches -4 % CPU per job against none; one in flight -5 % against two (the
   // next batch gathers while one commits), four +5 %. At FULL, two: -20 % jobs/s.
   int intake_batches = -1;
+  // WAL pages that start a background checkpoint (Checkpointer). -1: 4000 (16 MiB) at
+  // NORMAL (or OFF), else 1000. Concurrent A/B runs (bench/ab.sh, 2026-12-07) at NORMAL,
+  // 4000 against 1000: intake -3.4 % CPU per job and +4.8 % jobs/s, end to end -4.5 %
+  // CPU per job (a longer WAL holds more rewrites of the same pages, which a checkpoint
+  // copies once); 16000 no better than 4000. At FULL, where every commit waits for a
+  // flush of the WAL, a checkpoint's flush of the database competes with it on the disk:
+  // 4000 gained nothing there (intake: 0.996x CPU per job), and in bench/scale.sh at a
+  // million jobs (docs/performance.md) its submit p99 came out worse, so FULL keeps 1000.
+  int wal_pages = -1;
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
   // Where the completions of asynchronous writes run, once per group commit (see
   // Writer); default: on the thread that finishes them. Must outlive the store.
