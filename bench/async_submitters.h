@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // clang-format off
@@ -42,8 +43,10 @@ class AsyncSubmitters {
  public:
   // Job i's request: its bearer token and its body (called just before it is sent).
   using Request = std::function<void(int64_t i, std::string& token, std::string& body)>;
-  // Job i's answer: the status and body, or status 0 and the transport error's text.
-  using Answer = std::function<void(int64_t i, int status, const std::string& body)>;
+  // Job i's answer: the status, body and Location header, or status 0 and the transport
+  // error's text.
+  using Answer = std::function<void(int64_t i, int status, const std::string& body,
+                                    std::string_view location)>;
 
   // Connection c goes to targets[c % targets.size()]; job indexes come from `next`
   // until `jobs`.
@@ -115,9 +118,11 @@ class AsyncSubmitters {
             http::async_read(self->socket, self->buffer, self->res,
                              [self](boost::system::error_code ec2, size_t) {
                                if (ec2) return self->owner.Fail(self->index, ec2);
-                               self->owner.answer_(self->index,
-                                                   static_cast<int>(self->res.result_int()),
-                                                   self->res.body());
+                               const auto location = self->res[boost::beast::http::field::location];
+                               self->owner.answer_(
+                                   self->index, static_cast<int>(self->res.result_int()),
+                                   self->res.body(),
+                                   std::string_view(location.data(), location.size()));
                                self->Next();
                              });
           });
@@ -125,7 +130,9 @@ class AsyncSubmitters {
   };
 
   // A transport error ends that connection (its job is answered with status 0).
-  void Fail(int64_t index, const boost::system::error_code& ec) { answer_(index, 0, ec.message()); }
+  void Fail(int64_t index, const boost::system::error_code& ec) {
+    answer_(index, 0, ec.message(), {});
+  }
 
   std::vector<SubmitTarget> targets_;
   const int connections_;

@@ -406,13 +406,19 @@ int main(int argc, char** argv) {
   std::vector<std::thread> subs;
   const std::string submit_path = "/v1/queues/" + queue + "/jobs";
   // Job i's submit answered: its id once 202, else the status (0: no answer) counted.
-  auto submitted = [&](int64_t i, int status, const std::string& error, const std::string& body) {
+  // The id is read from the Location header (/v1/jobs/{id}), as a client that needs only
+  // the id would; the body, the whole job, when there is no such header.
+  auto submitted = [&](int64_t i, int status, const std::string& error, const std::string& body,
+                       std::string_view location) {
     if (status != 202) {
       std::lock_guard lock(mu);
       ++submit_errors[status ? std::to_string(status) : error];
       return;
     }
-    ids[static_cast<size_t>(i)] = json::parse(body)["id"];
+    constexpr std::string_view kJobs = "/v1/jobs/";
+    ids[static_cast<size_t>(i)] = location.starts_with(kJobs) && location.size() > kJobs.size()
+                                      ? std::string(location.substr(kJobs.size()))
+                                      : json::parse(body)["id"].get<std::string>();
     ++accepted;
     int64_t now = static_cast<int64_t>(since_us());
     int64_t prev = last_submit_us.load();
@@ -432,8 +438,8 @@ int main(int argc, char** argv) {
             token = submit_tokens[static_cast<size_t>(i % tenants)];
             body = submit_body(i);
           },
-          [&](int64_t i, int status, const std::string& body) {
-            if (i >= 0) return submitted(i, status, body, body);
+          [&](int64_t i, int status, const std::string& body, std::string_view location) {
+            if (i >= 0) return submitted(i, status, body, body, location);
             std::lock_guard lock(mu);
             ++submit_errors["connect: " + body];  // a connection that never opened
           });
@@ -448,7 +454,7 @@ int main(int argc, char** argv) {
               {"Authorization", "Bearer " + submit_tokens[static_cast<size_t>(i % tenants)]}};
           auto res = c->Post(submit_path.c_str(), auth, submit_body(i), "application/json");
           submitted(i, res ? res->status : 0, res ? "" : httplib::to_string(res.error()),
-                    res ? res->body : "");
+                    res ? res->body : "", res ? res->get_header_value("Location") : "");
         }
       });
     }
