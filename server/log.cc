@@ -96,9 +96,11 @@ class BufferedFdSink final : public spdlog::sinks::base_sink<std::mutex> {
 };
 
 // The logger ConfigureLogging made and its sink, which access lines reach without
-// spdlog's formatting while that logger is the default one.
-std::shared_ptr<spdlog::logger> own_logger;
-std::shared_ptr<BufferedFdSink> sink;
+// spdlog's formatting while that logger is alive and the default one. Not owned here:
+// spdlog::shutdown() still ends the logger, and its sink writes out what it holds.
+std::weak_ptr<spdlog::logger> own_logger;
+spdlog::logger* own_logger_raw = nullptr;
+BufferedFdSink* sink = nullptr;
 
 // A request's duration in ms, rounded to the µs: "12", "0.812", "3.05".
 void AppendDurationMs(std::string& out, double ms) {
@@ -119,9 +121,11 @@ void AppendDurationMs(std::string& out, double ms) {
 void ConfigureLogging(LogFormat f, std::string instance_id) {
   format = f;
   instance = std::move(instance_id);
-  sink = std::make_shared<BufferedFdSink>(STDERR_FILENO);
-  auto logger = std::make_shared<spdlog::logger>("sluiced", sink);
+  auto buffered = std::make_shared<BufferedFdSink>(STDERR_FILENO);
+  auto logger = std::make_shared<spdlog::logger>("sluiced", buffered);
+  sink = buffered.get();
   own_logger = logger;
+  own_logger_raw = logger.get();
   // The time and level are part of each line's text (they differ per format).
   logger->set_pattern(f == LogFormat::kJson ? "%v" : "%Y-%m-%dT%H:%M:%S.%eZ %l %v",
                       spdlog::pattern_time_type::utc);
@@ -167,7 +171,8 @@ void LogRequest(std::string_view request_id, std::string_view method, std::strin
   // time and of the arguments took half of this line's cost (4 % of a submit's CPU).
   std::string line;
   line.reserve(192 + path.size());
-  const bool direct = sink && spdlog::default_logger_raw() == own_logger.get();
+  // An alive logger is the only one at its address: the default one is then ours.
+  const bool direct = spdlog::default_logger_raw() == own_logger_raw && !own_logger.expired();
   if (direct) {
     line += FormatRfc3339(WallNowMicros());
     line += " info ";
