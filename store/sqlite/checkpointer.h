@@ -35,6 +35,13 @@ class Checkpointer {
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
+  // The tail: once a background checkpoint has copied most of the WAL, the writer
+  // copies what is left on its own connection, after a commit (Writer::SetAfterCommit):
+  // TailDue() says a commit found it wanted; CopyTail() copies it. The WAL then starts
+  // over with the next transaction. Both on the writer's connection, holding it.
+  bool TailDue() const { return tail_due_; }
+  void CopyTail(sqlite::Db& writer_db);
+
  private:
   static int WalHook(void* self, sqlite3* db, const char* name, int pages);
   void Loop();
@@ -45,6 +52,7 @@ class Checkpointer {
   const int wal_pages_;
   // A background checkpoint left frames behind: the writer copies them (see above).
   std::atomic<bool> tail_wanted_{false};
+  bool tail_due_ = false;           // a commit saw tail_wanted_; under the writer's connection
   std::atomic<int> wal_frames_{0};  // the WAL's length after the writer's last commit
   int pages_at_request_ = 0;        // WAL length at the last request (in the WAL hook only)
   std::mutex mu_;

@@ -52,6 +52,9 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
     driver->queue_rows_.Attach(*db);
     driver->writer_ = std::make_unique<Writer>(
         std::move(db), options.max_batch, options.completions, options.on_commit, options.on_flush);
+    Checkpointer* checkpointer = driver->checkpointer_.get();
+    driver->writer_->SetAfterCommit([checkpointer] { return checkpointer->TailDue(); },
+                                    [checkpointer](sqlite::Db& d) { checkpointer->CopyTail(d); });
   } catch (const sqlite::SqliteError& e) {
     Error err = sqlite::ToError(e);
     err.detail = std::string("cannot open database: ") + e.what();

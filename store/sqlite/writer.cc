@@ -354,8 +354,9 @@ bool Writer::CommitOnce(bool post_rest) {
   std::optional<Error> err;
   double commit_seconds = 0;
   commits_waiting_.fetch_add(1, std::memory_order_relaxed);
+  // Held past the commit when work must follow it (SetAfterCommit).
+  std::unique_lock db(db_mu_);
   {
-    std::unique_lock db(db_mu_);
     commits_waiting_.fetch_sub(1, std::memory_order_relaxed);
     commit_posted_ = false;
     waiter_ = false;
@@ -382,6 +383,8 @@ bool Writer::CommitOnce(bool post_rest) {
     // Riders with no transaction saw only commits of this thread: all flushed by now,
     // but for kCommitted ones, which a durable rider's flush below covers.
   }
+  const bool after = !ops.empty() && !err && !stop && after_commit_ && after_commit_due_();
+  if (!after) db.unlock();
   Finish(std::move(failed));
   // Passes left behind run while this commit flushes, in the next transaction.
   if (post_rest && completions_ && !stop && HasQueuedBehind()) PostRunQueued();
@@ -411,6 +414,11 @@ bool Writer::CommitOnce(bool post_rest) {
   for (Op& op : ops) finished.emplace_back(std::move(op), err);
   for (auto& [op, own] : riders) finished.emplace_back(std::move(op), err ? err : own);
   Finish(std::move(finished));
+  if (after) {
+    after_commit_(*db_);
+    db.unlock();
+    RunQueued();  // operations queued meanwhile found the connection taken
+  }
   return stop;
 }
 

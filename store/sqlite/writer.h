@@ -162,6 +162,17 @@ class Writer {
     return results;
   }
 
+  // Work on the connection that must follow a commit before the next transaction
+  // begins, but need not delay that commit's callers (the Checkpointer's tail): after a
+  // commit for which `due()` holds, the writer keeps the connection, flushes, answers
+  // the commit's callers, then calls `run` outside any transaction, and only then lets
+  // other operations in. Both are called holding the connection. Before the first
+  // operation.
+  void SetAfterCommit(std::function<bool()> due, std::function<void(sqlite::Db&)> run) {
+    after_commit_due_ = std::move(due);
+    after_commit_ = std::move(run);
+  }
+
   // Counters for benchmarks and metrics.
   uint64_t commits() const;
   uint64_t flushed_commits() const;  // commits whose callers waited for the disk
@@ -303,9 +314,11 @@ class Writer {
   // Commits waiting for the connection (the committer's, or a posted one): holders let
   // go after their operation.
   std::atomic<int> commits_waiting_{0};
-  bool stopping_ = false;               // written under db_mu_ and queue_mu_
-  bool wake_ = false;                   // the committer should look; guarded by queue_mu_
-  std::function<void()> before_sleep_;  // tests only; guarded by queue_mu_
+  bool stopping_ = false;                   // written under db_mu_ and queue_mu_
+  bool wake_ = false;                       // the committer should look; guarded by queue_mu_
+  std::function<void()> before_sleep_;      // tests only; guarded by queue_mu_
+  std::function<bool()> after_commit_due_;  // see SetAfterCommit
+  std::function<void(sqlite::Db&)> after_commit_;  // see SetAfterCommit
   std::thread committer_;
   // When nothing is flushed before answering (synchronous NORMAL or OFF), the thread
   // that runs an operation posts the commit to the completions executor, instead of

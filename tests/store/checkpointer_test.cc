@@ -32,6 +32,8 @@ TEST_CASE("Under a steady stream of commits the WAL starts over instead of growi
   constexpr int kThresholdPages = 64;
   Checkpointer checkpointer(path, *db, kThresholdPages);
   Writer writer(std::move(db));
+  writer.SetAfterCommit([&] { return checkpointer.TailDue(); },
+                        [&](sqlite::Db& d) { checkpointer.CopyTail(d); });
 
   // Each commit adds a row of 3000 bytes: a new leaf page (and its parent) per commit,
   // so without the WAL starting over it would hold at least kCommits frames.

@@ -88,6 +88,67 @@ class HeldFlush {
   std::atomic<int> flushes_{0};
 };
 
+// SetAfterCommit (the Checkpointer's tail): the work runs after a commit only when due,
+// once that commit's callers heard back, outside any transaction, and holding the
+// connection, so that no other operation starts before it ends.
+TEST_CASE("Work after a commit follows its answers and precedes every other operation",
+          "[writer]") {
+  TempDir dir;
+  Writer w(KeyTable(dir, "FULL"));
+  std::atomic<bool> due{false};
+  std::atomic<int> runs{0};
+  std::atomic<bool> answered{false}, answered_before_run{false}, in_txn{true};
+  std::atomic<bool> run_done{false};
+  std::promise<void> running, resume;
+  std::shared_future<void> resumed = resume.get_future().share();
+  w.SetAfterCommit([&] { return due.load(); },
+                   [&](sqlite::Db& d) {
+                     due = false;
+                     ++runs;
+                     answered_before_run = answered.load();
+                     in_txn = d.InTransaction();
+                     running.set_value();
+                     resumed.wait();
+                     run_done = true;
+                   });
+  REQUIRE(InsertKey(w, 1).ok());
+  CHECK(runs == 0);  // not due
+
+  due = true;
+  std::promise<Status> second;
+  w.RunAsync<Ok>(
+      [](sqlite::Db& d) -> Status {
+        d.Prepare("INSERT INTO t (k) VALUES (2)").Exec();
+        return Ok{};
+      },
+      [&](Status st) {
+        answered = true;
+        second.set_value(st);
+      });
+  running.get_future().wait();
+  CHECK(answered_before_run);
+  CHECK_FALSE(in_txn);
+  CHECK(second.get_future().get().ok());
+
+  // Another operation waits for the work to end.
+  std::atomic<bool> third_ran{false}, third_saw_run_done{false};
+  auto third = std::async(std::launch::async, [&] {
+    return w.Run<Ok>([&](sqlite::Db& d) -> Status {
+      third_saw_run_done = run_done.load();
+      third_ran = true;
+      d.Prepare("INSERT INTO t (k) VALUES (3)").Exec();
+      return Ok{};
+    });
+  });
+  CHECK(third.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);
+  CHECK_FALSE(third_ran);
+  resume.set_value();
+  CHECK(third.get().ok());
+  CHECK(third_saw_run_done);
+  CHECK(runs == 1);
+  CHECK(CountKeys(w).value() == 3);
+}
+
 TEST_CASE("Sequential Run calls each commit on their own", "[writer]") {
   TempDir dir;
   Writer w(KeyTable(dir, "FULL"));
