@@ -10,8 +10,10 @@
 // more than overwriting one: new pages, new blocks, a new size to flush). So this
 // thread passes again until only a short tail is left, flushes the database file
 // itself (SQLite does so only in a checkpoint that copies the whole WAL), and then the
-// writer copies the rest after its next commit: a few frames and a short flush, and its
-// next transaction starts the WAL over.
+// writer copies the rest after its next commit, once that commit's callers heard back
+// and before the next transaction (Writer::SetAfterCommit, CopyTail): the rest of the
+// frames and two flushes (the WAL, the database), and the next transaction starts the
+// WAL over.
 // Thread-safe: the WAL hook runs inside the writer connection's COMMIT, under the
 // writer's lock (whichever thread commits).
 #pragma once
