@@ -15,6 +15,13 @@ Micros WallMicros() {
       .count();
 }
 
+// Whether a commit at this synchronous level waits for a flush of the WAL (FULL, EXTRA)
+// or not (the WAL's NORMAL, OFF): what the intake batches and the checkpoint threshold
+// are chosen by.
+bool FlushesEachCommit(const std::string& synchronous) {
+  return synchronous != "NORMAL" && synchronous != "OFF";
+}
+
 Writer::Sync WriterSync(Driver::Sync sync) {
   return sync == Driver::Sync::kDurable ? Writer::Sync::kDurable : Writer::Sync::kCommitted;
 }
@@ -25,10 +32,9 @@ SqliteDriver::SqliteDriver(const SqliteStoreOptions& options)
     : path_(options.path),
       synchronous_(options.synchronous),
       busy_timeout_ms_(options.busy_timeout_ms),
-      intake_batches_(
-          options.intake_batches >= 0
-              ? static_cast<size_t>(options.intake_batches)
-              : (options.synchronous == "NORMAL" || options.synchronous == "OFF" ? 1 : 0)) {}
+      intake_batches_(options.intake_batches >= 0
+                          ? static_cast<size_t>(options.intake_batches)
+                          : (FlushesEachCommit(options.synchronous) ? 0 : 1)) {}
 
 SqliteDriver::~SqliteDriver() = default;
 
@@ -46,9 +52,10 @@ Result<std::unique_ptr<SqliteDriver>> SqliteDriver::Open(const SqliteStoreOption
                                      sqlite::RegisterCoalescingWalVfs());
     // Only the migration record's applied_at reads the wall clock.
     PrepareSqliteSchema(*db, WallMicros());
-    const bool flushes = options.synchronous != "NORMAL" && options.synchronous != "OFF";
-    driver->checkpointer_ = std::make_unique<Checkpointer>(
-        options.path, *db, options.wal_pages > 0 ? options.wal_pages : (flushes ? 1000 : 4000));
+    const int wal_pages = options.wal_pages > 0                    ? options.wal_pages
+                          : FlushesEachCommit(options.synchronous) ? 1000
+                                                                   : 4000;
+    driver->checkpointer_ = std::make_unique<Checkpointer>(options.path, *db, wal_pages);
     driver->queue_rows_.Attach(*db);
     driver->writer_ = std::make_unique<Writer>(
         std::move(db), options.max_batch, options.completions, options.on_commit, options.on_flush);
