@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <stdexcept>
 
 #include "common/encoding.h"
@@ -76,6 +77,34 @@ std::string TimeOrderedId(std::string_view prefix, int64_t micros, size_t bytes)
   for (int shift = 48; shift >= 0; shift -= 4) out.push_back(HexDigitLower(t >> shift));
   AppendRandomHex(out, bytes);
   return out;
+}
+
+std::string NewLeaseId(int64_t seq) {
+  std::string out("lse_");
+  out.reserve(4 + 16 + 24);
+  const uint64_t s = static_cast<uint64_t>(std::max<int64_t>(0, seq));
+  for (int shift = 60; shift >= 0; shift -= 4) out.push_back(HexDigitLower(s >> shift));
+  AppendRandomHex(out, 12);
+  return out;
+}
+
+std::optional<int64_t> SeqOfLeaseId(std::string_view lease_id) {
+  if (lease_id.size() != 4 + 16 + 24 || lease_id.substr(0, 4) != "lse_") return std::nullopt;
+  uint64_t seq = 0;
+  for (size_t i = 4; i < lease_id.size(); ++i) {
+    const char c = lease_id[i];
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    if (i < 4 + 16) seq = (seq << 4) | static_cast<uint64_t>(digit);
+  }
+  if (seq > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+  return static_cast<int64_t>(seq);
 }
 
 }  // namespace sluice

@@ -269,7 +269,7 @@ void LeaseGroup(Tx& tx, const std::vector<std::string>& queue_names,
       continue;
     }
     if (!first_at[r]) first_at[r] = released_at;
-    grants.push_back(LeaseGrant{b.head_seq, RandomId("lse_", 12), released_at, reqs[r]->lease_ms,
+    grants.push_back(LeaseGrant{b.head_seq, NewLeaseId(b.head_seq), released_at, reqs[r]->lease_ms,
                                 reqs[r]->worker_id});
     decided.push_back(Decided{r, {queue, cands[i].tenant}, b.head_cost});
     ++given[r];

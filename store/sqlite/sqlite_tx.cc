@@ -4,6 +4,7 @@
 #include <iterator>
 #include <map>
 
+#include "common/random.h"
 #include "store/engine/token_text.h"
 #include "store/sql_files.h"
 
@@ -318,6 +319,12 @@ std::optional<JobRecord> SqliteTx::SelectJob(const std::string& id) {
   return OneJob(s);
 }
 
+std::optional<JobRecord> SqliteTx::SelectJobBySeq(int64_t seq) {
+  Stmt s = db_.Prepare(sql_.select_job_by_seq);
+  s.BindAll(seq);
+  return OneJob(s);
+}
+
 bool SqliteTx::JobExists(const std::string& id) {
   Stmt s = db_.Prepare(sql_.job_exists);
   s.BindAll(id);
@@ -346,9 +353,7 @@ std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& leas
       0) {
     return std::nullopt;
   }
-  Stmt s = db_.Prepare(sql_.select_job_by_seq);
-  s.BindAll(seq);
-  std::optional<JobRecord> job = OneJob(s);
+  std::optional<JobRecord> job = SelectJobBySeq(seq);
   if (job) {
     int64_t& upto = leased_upto_[{job->queue, job->tenant}];
     upto = std::max(upto, seq + 1);
@@ -359,12 +364,19 @@ std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& leas
 std::optional<JobRecord> SqliteTx::CompleteJob(const std::string& id, const std::string& lease_id,
                                                const std::optional<std::string>& result,
                                                Micros now) {
+  return CompleteOne(CompleteItem{id, lease_id, result}, std::nullopt, now);
+}
+
+std::optional<JobRecord> SqliteTx::CompleteOne(const CompleteItem& c,
+                                               const std::optional<std::string>& allowed,
+                                               Micros now) {
+  const std::optional<int64_t> seq = SeqOfLeaseId(c.lease_id);
   if (db_.Prepare(sql_.complete_job)
-          .BindAll(id, lease_id, result, now, std::optional<std::string>())
+          .BindAll(c.id, c.lease_id, c.result, now, allowed, seq)
           .Exec() == 0) {
     return std::nullopt;
   }
-  return SelectJob(id);
+  return seq ? SelectJobBySeq(*seq) : SelectJob(c.id);
 }
 
 std::vector<std::optional<JobRecord>> SqliteTx::CompleteJobs(
@@ -380,18 +392,14 @@ std::vector<std::optional<JobRecord>> SqliteTx::CompleteJobs(
   }
   std::vector<std::optional<JobRecord>> out;
   out.reserve(items.size());
-  for (const CompleteItem& c : items) {
-    const bool done =
-        db_.Prepare(sql_.complete_job).BindAll(c.id, c.lease_id, c.result, now, allowed).Exec() > 0;
-    out.push_back(done ? SelectJob(c.id) : std::nullopt);
-  }
+  for (const CompleteItem& c : items) out.push_back(CompleteOne(c, allowed, now));
   return out;
 }
 
 std::optional<LeaseRow> SqliteTx::SelectLiveLease(const std::string& id,
                                                   const std::string& lease_id, Micros now) {
   Stmt s = db_.Prepare(sql_.select_live_lease);
-  s.BindAll(id, lease_id, now);
+  s.BindAll(id, lease_id, now, SeqOfLeaseId(lease_id));
   if (!s.Step()) return std::nullopt;
   return RowToLease(s);
 }
@@ -428,7 +436,7 @@ std::vector<ExpiredRow> SqliteTx::ExpireDue(Micros now) {
 std::optional<JobRecord> SqliteTx::Heartbeat(const std::string& id, const std::string& lease_id,
                                              std::optional<int64_t> extend_ms, Micros now) {
   Stmt s = db_.Prepare(sql_.heartbeat);
-  s.BindAll(id, lease_id, extend_ms, now);
+  s.BindAll(id, lease_id, extend_ms, now, SeqOfLeaseId(lease_id));
   return OneJob(s);
 }
 

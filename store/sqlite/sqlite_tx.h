@@ -153,6 +153,10 @@ class SqliteTx final : public Tx {
 
  private:
   std::optional<JobRecord> OneJob(sqlite::Stmt& s);
+  std::optional<JobRecord> SelectJobBySeq(int64_t seq);
+  // complete_job for one item (`allowed`: its ?5), then the job as it now is.
+  std::optional<JobRecord> CompleteOne(const CompleteItem& c,
+                                       const std::optional<std::string>& allowed, Micros now);
 
   // A queue row is about to change: the writer's cache stops serving it.
   void QueueChanging() {

@@ -1,7 +1,8 @@
 // Fuzzes the JSON body readers of the endpoints (server/request_readers.h): the input
 // is a request body, read as ParseJsonObject reads it, then given to every reader (a
 // submit, batch submit, lease, heartbeat, complete, fail, batch of acks, token creation, policy),
-// and the input's text is checked as a job id and a token id in a path. Properties: no crash,
+// and the input's text is checked as a job id and a token id in a path, and as a lease id whose
+// seq the SQLite driver reads (it names one only in NewLeaseId's form). Properties: no crash,
 // exception or sanitizer report; a refusal is a 400 (a path id: 404; a submit's deadline that can
 // never be met: deadline_invalid) with a valid UTF-8 detail;
 // what a reader accepts keeps its documented bounds and name grammars; an accepted
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/names.h"
+#include "common/random.h"
 #include "common/strict_json.h"
 #include "common/time.h"
 #include "common/utf8.h"
@@ -175,6 +177,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              CheckJobIdInPath(text).error().code == ErrorCode::kNotFound);
   FUZZ_CHECK(CheckTokenIdInPath(text).ok() ||
              CheckTokenIdInPath(text).error().code == ErrorCode::kNotFound);
+  // As a lease id of an ack (the SQLite driver reads its seq): a seq only from the one form.
+  if (const std::optional<int64_t> seq = SeqOfLeaseId(text)) {
+    FUZZ_CHECK(*seq >= 0 && text.size() == 44);
+    FUZZ_CHECK(NewLeaseId(*seq).substr(0, 20) == text.substr(0, 20));
+  }
   // As ParseJsonObject reads a body: strictly, and only an object.
   auto body = ParseStrictJson(text);
   if (!body.ok() || !body.value().is_object()) return 0;

@@ -223,15 +223,22 @@ FROM jobs WHERE seq = ?1;
 -- between commas (",a,b,"; queue names hold no comma): a job of another queue is left
 -- untouched, with no read of its own. Not json_each, nor RETURNING: SQLite would open
 -- a virtual table and a temporary index, or a temporary table, for every job. Then
--- select_job (see lease_job).
+-- select_job_by_seq, or select_job (see lease_job).
+-- ?6, here and in select_live_lease and heartbeat: the seq the lease id names
+-- (common/random.h), or NULL (a lease id of another form): the row is then read by the
+-- table's key, not looked up in the index of job ids (at a million jobs a page rarely
+-- in the cache); the job must still have id ?1 and lease ?2.
 UPDATE jobs SET state = 'succeeded', result = ?3, finished_at = ?4, lease_id = NULL,
   lease_expires_at = NULL
-WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
+WHERE seq = COALESCE(?6, (SELECT seq FROM jobs WHERE id = ?1))
+  AND id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
   AND (?5 IS NULL OR instr(?5, ',' || queue || ',') > 0);
 
 -- name: select_live_lease
+-- ?4: as complete_job's ?6.
 SELECT seq, queue, tenant, cost, attempt, max_attempts, deadline_at FROM jobs
-WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?3;
+WHERE seq = COALESCE(?4, (SELECT seq FROM jobs WHERE id = ?1))
+  AND id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?3;
 
 -- name: end_attempt
 -- A failed attempt: back to queued (?2 = 1, from ?3 if given) or to failed, its error
@@ -262,8 +269,10 @@ WHERE state = 'queued' AND deadline_at IS NOT NULL AND deadline_at <= ?1
 RETURNING queue, tenant, cost;
 
 -- name: heartbeat
+-- ?5: as complete_job's ?6.
 UPDATE jobs SET lease_expires_at = ?4 + COALESCE(?3, lease_ms) * 1000
-WHERE id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
+WHERE seq = COALESCE(?5, (SELECT seq FROM jobs WHERE id = ?1))
+  AND id = ?1 AND state = 'leased' AND lease_id = ?2 AND lease_expires_at > ?4
 RETURNING id, queue, tenant, state, payload, cost, attempt, max_attempts, lease_ms,
   policy_version, created_at, not_before, available_at, deadline_at, estimated_start, lease_id,
   lease_expires_at, result, errors, finished_at, leased_at, traceparent;
