@@ -92,13 +92,9 @@ std::optional<int64_t> SeqOfLeaseId(std::string_view lease_id) {
   if (lease_id.size() != 4 + 16 + 24 || lease_id.substr(0, 4) != "lse_") return std::nullopt;
   uint64_t seq = 0;
   for (size_t i = 4; i < lease_id.size(); ++i) {
-    const char c = lease_id[i];
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
+    const int digit = HexValue(lease_id[i]);
+    // Lower-case only, as NewLeaseId writes them.
+    if (digit < 0 || HexDigitLower(static_cast<unsigned>(digit)) != lease_id[i]) {
       return std::nullopt;
     }
     if (i < 4 + 16) seq = (seq << 4) | static_cast<uint64_t>(digit);
