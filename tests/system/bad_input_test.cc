@@ -550,6 +550,21 @@ std::vector<Case> WorkerCases() {
       ack("heartbeat with a wrong lease_id", "heartbeat", wrong + "}").Want(409, "lease_lost"));
   out.push_back(ack("fail with a wrong lease_id", "fail", wrong + ",\"error\":\"e\"}")
                     .Want(409, "lease_lost"));
+  // Lease ids of today's form (common/random.h) name a seq, which SQLite reads the row
+  // by: one naming no job, one naming the first job (not the leased one's lease).
+  for (const std::string& named : {"lse_7fffffffffffffff" + std::string(24, '0'),
+                                   "lse_0000000000000001" + std::string(24, '0')}) {
+    const std::string with_seq = "{\"lease_id\":\"" + named + "\"";
+    out.push_back(ack("complete with a lease_id naming a seq " + named.substr(4, 16), "complete",
+                      with_seq + "}")
+                      .Want(409, "lease_lost"));
+    out.push_back(ack("heartbeat with a lease_id naming a seq " + named.substr(4, 16), "heartbeat",
+                      with_seq + "}")
+                      .Want(409, "lease_lost"));
+    out.push_back(ack("fail with a lease_id naming a seq " + named.substr(4, 16), "fail",
+                      with_seq + ",\"error\":\"e\"}")
+                      .Want(409, "lease_lost"));
+  }
   out.push_back(ack("complete without lease_id", "complete", "{\"result\":1}").Bad());
   out.push_back(ack("heartbeat without lease_id", "heartbeat", "{\"extend_ms\":1000}").Bad());
   out.push_back(ack("fail without lease_id", "fail", "{\"error\":\"e\"}").Bad());
