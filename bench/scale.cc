@@ -1,5 +1,8 @@
 // Cost against backlog (issue 18): a real sluiced (SQLite, --synchronous FULL) with a
-// small backlog and with a large one, the same calls measured on each:
+// small backlog and another with a large one, both up at once, the same calls measured
+// on each in --rounds rounds that alternate between them (odd rounds the small backlog
+// first), so that the host's drift falls on both; each figure is the median of the
+// rounds, and each ratio the median of the rounds' ratios. A round:
 //   lease      one POST /v1/leases {max_jobs 1, wait_ms 0} at a time, --samples times
 //              (each leased job completed on its own request between samples):
 //              latency p50/p99;
@@ -11,22 +14,24 @@
 //              latency p50/p99 (intake beside release selection). The small backlog
 //              drains in tens of milliseconds, so it is filled again and drained again,
 //              up to --small-rounds times or --drain-s seconds of draining; only the
-//              drains count (time, CPU, submits), not the refills between them;
+//              drains count (time, CPU, submits), not the refills between them, and it
+//              is filled again at the start of each round;
 //   writer     from /metrics, over the drains: commits/s, operations per commit, mean
-//              COMMIT and WAL flush (where a submit's wait goes);
-//   memory     sluiced's VmRSS once filled, and VmHWM at the end;
-//   restart    SIGTERM, then a new sluiced on the same file: seconds from spawn to the
-//              first lease that returns a job.
+//              COMMIT and WAL flush (where a submit's wait goes).
+// Once per backlog: sluiced's VmRSS once filled and VmHWM at the end; restart: SIGTERM,
+// then a new sluiced on the same file: seconds from spawn to the first lease that
+// returns a job.
 // Backlogs: small = --small-jobs over --small-tenants buckets (1k over 1k), large =
 // --jobs over --tenants (1M over 10k), filled through jobs:batch, one batch per tenant
 // (a token each). The queue's rate is far above what the machine can do, so what is
-// measured is the cost of choosing and recording releases. Prints a table and, last, one
-// JSON object.
+// measured is the cost of choosing and recording releases. The large backlog is not
+// refilled: with the defaults the rounds drain about a tenth of it. Prints a table, the
+// rounds' own lease p99, CPU per job and submit p99, and, last, one JSON object.
 //
 // Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
-//          [--small-tenants 1000] [--samples 900] [--workers 8] [--drain-s 10]
-//          [--submit-rate 200] [--small-rounds 30] [--db-small URI --db-large URI]
-//          [--pg-pid PID]
+//          [--small-tenants 1000] [--rounds 3] [--samples 900] [--workers 8]
+//          [--drain-s 5] [--submit-rate 200] [--small-rounds 30]
+//          [--db-small URI --db-large URI] [--pg-pid PID]
 // With --db-small and --db-large (two fresh PostgreSQL databases, say; bench/scale.sh
 // DRIVER=postgres makes them) each backlog goes there instead of a fresh SQLite file,
 // and --pg-pid adds the cluster's CPU per job drained.
@@ -40,6 +45,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -67,6 +73,14 @@ double Seconds(SteadyClock::time_point since) {
   return std::chrono::duration<double>(SteadyClock::now() - since).count();
 }
 
+// The median: the mean of the two middle values of an even count.
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -77,7 +91,8 @@ double Percentile(std::vector<double> v, double p) {
 struct Options {
   int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
   int samples = 900, workers = 8, submit_rate = 200, small_rounds = 30;
-  double drain_s = 10;
+  int rounds = 3;  // alternating rounds of both backlogs
+  double drain_s = 5;
   // Databases (sluiced --db): empty, a fresh SQLite file each; else e.g. two fresh
   // PostgreSQL databases. pg_pid: the PostgreSQL postmaster, whose tree's CPU is
   // reported beside sluiced's (0: none).
@@ -106,12 +121,12 @@ struct Figures {
 
 constexpr const char* kAdmin = "scale-bench-admin";
 
-ServerProcess Start(const std::string& db) {
+ServerOptions ServerFor(const std::string& db) {
   ServerOptions options;
   options.admin_token = kAdmin;
   options.db_path = db;
   options.extra_args = {"--synchronous", "FULL"};
-  return ServerProcess(options);
+  return options;
 }
 
 // Puts `jobs` jobs spread evenly over the tenants of `tokens` (one submit token per
@@ -369,43 +384,65 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   f.flush_ms = d.writer.flush_s * 1000 / std::max(1.0, d.writer.flushes);
 }
 
-Figures Run(int jobs, int tenants, int rounds, const std::string& db_uri, const Options& o) {
-  Figures f;
-  f.jobs = jobs;
-  f.tenants = tenants;
-  sluice::testing::TempDir dir;
-  const std::string db = db_uri.empty() ? dir.path() + "/scale.db" : db_uri;
-  std::string work;
-  {
-    ServerProcess server = Start(db);
+// One backlog on its own sluiced: filled once, then measured in rounds (leases, then
+// drains), then stopped and restarted. A backlog that a round drains to empty (the small
+// one) is filled again at the start of the next round.
+class Backlog {
+ public:
+  Backlog(int jobs, int tenants, int refills, const std::string& db_uri)
+      : jobs_(jobs), refills_(refills) {
+    db_ = db_uri.empty() ? dir_.path() + "/scale.db" : db_uri;
+    setup_.jobs = jobs;
+    setup_.tenants = tenants;
+    server_.emplace(ServerFor(db_));
     const auto fill_start = SteadyClock::now();
-    std::vector<std::string> tokens = Fill(server, jobs, tenants);
-    f.fill_s = Seconds(fill_start);
-    f.rss_mib = StatusMiB(server.pid(), "VmRSS");
-    auto admin = server.Client(kAdmin);
-    work = Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"work"}}}, Bearer(kAdmin))
-               .body["token"];
-    MeasureLeases(server, work, o.samples, f);
-    MeasureDrains(server, work, tokens, jobs, rounds, o, f);
-    f.hwm_mib = StatusMiB(server.pid(), "VmHWM");
-    server.Stop(SIGTERM);
+    tokens_ = Fill(*server_, jobs, tenants);
+    setup_.fill_s = Seconds(fill_start);
+    setup_.rss_mib = StatusMiB(server_->pid(), "VmRSS");
+    auto admin = server_->Client(kAdmin);
+    work_ = Call(*admin, "POST", "/v1/admin/tokens", {{"scopes", {"work"}}}, Bearer(kAdmin))
+                .body["token"];
   }
-  // Restart on the same file: spawn to the first lease that returns a job.
-  const auto spawn = SteadyClock::now();
-  ServerProcess again = Start(db);
-  auto http = again.Client(work);
-  for (;;) {
-    auto r = Call(*http, "POST", "/v1/leases",
-                  {{"queues", {"scale"}}, {"max_jobs", 1}, {"wait_ms", 1000}}, Bearer(work));
-    if (r.status == 200 && r.body["jobs"].size() == 1) break;
-    if (Seconds(spawn) > 60) {
-      std::fprintf(stderr, "restart: no job leased within 60 s\n");
-      std::exit(2);
+
+  // One round: the lease samples, then the drains. Its figures, with the backlog's own.
+  Figures Round(const Options& o) {
+    if (rounds_++ > 0 && refills_ > 1) FillJobs(*server_, tokens_, jobs_);
+    Figures f = setup_;
+    MeasureLeases(*server_, work_, o.samples, f);
+    MeasureDrains(*server_, work_, tokens_, jobs_, refills_, o, f);
+    return f;
+  }
+
+  // Peak memory, then a restart on the same file: spawn to the first lease that
+  // returns a job. Sets them on `f`.
+  void Finish(Figures& f) {
+    f.hwm_mib = StatusMiB(server_->pid(), "VmHWM");
+    server_->Stop(SIGTERM);
+    server_.reset();
+    const auto spawn = SteadyClock::now();
+    ServerProcess again(ServerFor(db_));
+    auto http = again.Client(work_);
+    for (;;) {
+      auto r = Call(*http, "POST", "/v1/leases",
+                    {{"queues", {"scale"}}, {"max_jobs", 1}, {"wait_ms", 1000}}, Bearer(work_));
+      if (r.status == 200 && r.body["jobs"].size() == 1) break;
+      if (Seconds(spawn) > 60) {
+        std::fprintf(stderr, "restart: no job leased within 60 s\n");
+        std::exit(2);
+      }
     }
+    f.restart_s = Seconds(spawn);
   }
-  f.restart_s = Seconds(spawn);
-  return f;
-}
+
+ private:
+  const int jobs_, refills_;
+  sluice::testing::TempDir dir_;
+  std::string db_, work_;
+  std::optional<ServerProcess> server_;
+  std::vector<std::string> tokens_;
+  Figures setup_;
+  int rounds_ = 0;
+};
 
 json ToJson(const Figures& f) {
   return {{"jobs", f.jobs},
@@ -435,6 +472,34 @@ json ToJson(const Figures& f) {
           {"restart_s", f.restart_s}};
 }
 
+// The median of each figure measured in rounds; counts are summed, and what is measured
+// once per backlog (its fill, memory) is the first round's.
+Figures Medians(const std::vector<Figures>& rounds) {
+  Figures m = rounds.front();
+  auto median = [&](double Figures::*field) {
+    std::vector<double> v;
+    for (const Figures& f : rounds) v.push_back(f.*field);
+    m.*field = Median(v);
+  };
+  for (double Figures::*field :
+       {&Figures::lease_p50_ms, &Figures::lease_p99_ms, &Figures::drained_per_s,
+        &Figures::cpu_us_per_job, &Figures::pg_cpu_us_per_job, &Figures::kib_written_per_job,
+        &Figures::submit_p50_ms, &Figures::submit_p99_ms, &Figures::submit_over_5ms_pct,
+        &Figures::server_submit_over_5ms_pct, &Figures::flush_over_5ms_pct, &Figures::commits_per_s,
+        &Figures::ops_per_commit, &Figures::commit_ms, &Figures::flush_ms}) {
+    median(field);
+  }
+  m.submits = m.submit_failures = m.drained = 0;
+  m.drain_rounds = 0;
+  for (const Figures& f : rounds) {
+    m.submits += f.submits;
+    m.submit_failures += f.submit_failures;
+    m.drained += f.drained;
+    m.drain_rounds += f.drain_rounds;
+  }
+  return m;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -446,7 +511,10 @@ int main(int argc, char** argv) {
   cli.add_option("--small-tenants", o.small_tenants)->check(CLI::PositiveNumber);
   cli.add_option("--samples", o.samples)->check(CLI::PositiveNumber);
   cli.add_option("--workers", o.workers)->check(CLI::PositiveNumber);
-  cli.add_option("--drain-s", o.drain_s)->check(CLI::PositiveNumber);
+  cli.add_option("--rounds", o.rounds, "rounds, alternating between the backlogs")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--drain-s", o.drain_s, "seconds of draining per backlog per round")
+      ->check(CLI::PositiveNumber);
   cli.add_option("--submit-rate", o.submit_rate)->check(CLI::PositiveNumber);
   cli.add_option("--small-rounds", o.small_rounds)->check(CLI::PositiveNumber);
   cli.add_option("--db-small", o.db_small, "sluiced --db for the small backlog (a fresh one)");
@@ -459,42 +527,86 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const Figures small = Run(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o);
-  const Figures large = Run(o.jobs, o.tenants, 1, o.db_large, o);
-  std::printf("%-34s %14s %14s %8s\n", "", "small", "large", "ratio");
-  auto row = [](const char* what, double a, double b) {
-    std::printf("%-34s %14.2f %14.2f %8.2f\n", what, a, b, a > 0 ? b / a : 0);
+  // Both backlogs stay up; the rounds alternate between them (odd rounds the small one
+  // first), so that a change in the host's speed falls on both.
+  Backlog small_backlog(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small);
+  Backlog large_backlog(o.jobs, o.tenants, 1, o.db_large);
+  std::vector<Figures> smalls, larges;
+  for (int r = 0; r < o.rounds; ++r) {
+    if (r % 2 == 0) {
+      smalls.push_back(small_backlog.Round(o));
+      larges.push_back(large_backlog.Round(o));
+    } else {
+      larges.push_back(large_backlog.Round(o));
+      smalls.push_back(small_backlog.Round(o));
+    }
+  }
+  Figures small = Medians(smalls);
+  Figures large = Medians(larges);
+  small_backlog.Finish(small);
+  large_backlog.Finish(large);
+
+  // Each row: the medians of the rounds, and the median of the rounds' ratios.
+  std::printf("%d rounds, alternating; medians of the rounds, and of their ratios\n", o.rounds);
+  std::printf("%-36s %14s %14s %8s\n", "", "small", "large", "ratio");
+  json ratios = json::object();
+  auto row = [&](const char* what, const char* key, double Figures::*field) {
+    std::vector<double> each;
+    for (size_t r = 0; r < smalls.size(); ++r) {
+      if (smalls[r].*field > 0) each.push_back(larges[r].*field / (smalls[r].*field));
+    }
+    const double ratio = Median(each);
+    ratios[key] = ratio;
+    std::printf("%-36s %14.2f %14.2f %8.2f\n", what, small.*field, large.*field, ratio);
   };
-  std::printf("%-34s %14s %14s\n", "backlog (jobs / tenants)",
+  auto single = [](const char* what, double a, double b) {  // measured once, not in rounds
+    std::printf("%-36s %14.2f %14.2f %8.2f\n", what, a, b, a > 0 ? b / a : 0);
+  };
+  std::printf("%-36s %14s %14s\n", "backlog (jobs / tenants)",
               (std::to_string(small.jobs) + "/" + std::to_string(small.tenants)).c_str(),
               (std::to_string(large.jobs) + "/" + std::to_string(large.tenants)).c_str());
-  row("fill s", small.fill_s, large.fill_s);
-  row("lease (max_jobs 1) p50 ms", small.lease_p50_ms, large.lease_p50_ms);
-  row("lease (max_jobs 1) p99 ms", small.lease_p99_ms, large.lease_p99_ms);
-  std::printf("%-34s %14s %14s\n", "drained (jobs / rounds)",
+  single("fill s", small.fill_s, large.fill_s);
+  row("lease (max_jobs 1) p50 ms", "lease_p50_ms", &Figures::lease_p50_ms);
+  row("lease (max_jobs 1) p99 ms", "lease_p99_ms", &Figures::lease_p99_ms);
+  std::printf("%-36s %14s %14s\n", "drained (jobs / drains)",
               (std::to_string(small.drained) + "/" + std::to_string(small.drain_rounds)).c_str(),
               (std::to_string(large.drained) + "/" + std::to_string(large.drain_rounds)).c_str());
-  row("drain jobs/s", small.drained_per_s, large.drained_per_s);
-  row("sluiced CPU us per job drained", small.cpu_us_per_job, large.cpu_us_per_job);
-  row("sluiced KiB written per job drained", small.kib_written_per_job, large.kib_written_per_job);
+  row("drain jobs/s", "drained_per_s", &Figures::drained_per_s);
+  row("sluiced CPU us per job drained", "cpu_us_per_job", &Figures::cpu_us_per_job);
+  row("sluiced KiB written per job drained", "kib_written_per_job", &Figures::kib_written_per_job);
   if (o.pg_pid > 0) {
-    row("PostgreSQL CPU us per job drained", small.pg_cpu_us_per_job, large.pg_cpu_us_per_job);
+    row("PostgreSQL CPU us per job drained", "pg_cpu_us_per_job", &Figures::pg_cpu_us_per_job);
   }
-  row("submit p50 ms while draining", small.submit_p50_ms, large.submit_p50_ms);
-  row("submit p99 ms while draining", small.submit_p99_ms, large.submit_p99_ms);
-  row("% submits over 5 ms, at the client", small.submit_over_5ms_pct, large.submit_over_5ms_pct);
-  row("% submits over 5 ms, in sluiced", small.server_submit_over_5ms_pct,
-      large.server_submit_over_5ms_pct);
+  row("submit p50 ms while draining", "submit_p50_ms", &Figures::submit_p50_ms);
+  row("submit p99 ms while draining", "submit_p99_ms", &Figures::submit_p99_ms);
+  row("% submits over 5 ms, at the client", "submit_over_5ms_pct", &Figures::submit_over_5ms_pct);
+  row("% submits over 5 ms, in sluiced", "server_submit_over_5ms_pct",
+      &Figures::server_submit_over_5ms_pct);
   if (small.commits_per_s > 0 || large.commits_per_s > 0) {  // the SQLite writer's metrics
-    row("commits/s while draining", small.commits_per_s, large.commits_per_s);
-    row("operations per commit", small.ops_per_commit, large.ops_per_commit);
-    row("COMMIT ms (mean)", small.commit_ms, large.commit_ms);
-    row("WAL flush ms (mean)", small.flush_ms, large.flush_ms);
-    row("% WAL flushes over 5 ms", small.flush_over_5ms_pct, large.flush_over_5ms_pct);
+    row("commits/s while draining", "commits_per_s", &Figures::commits_per_s);
+    row("operations per commit", "ops_per_commit", &Figures::ops_per_commit);
+    row("COMMIT ms (mean)", "commit_ms", &Figures::commit_ms);
+    row("WAL flush ms (mean)", "flush_ms", &Figures::flush_ms);
+    row("% WAL flushes over 5 ms", "flush_over_5ms_pct", &Figures::flush_over_5ms_pct);
   }
-  row("RSS MiB filled", small.rss_mib, large.rss_mib);
-  row("RSS MiB peak", small.hwm_mib, large.hwm_mib);
-  row("restart to first lease s", small.restart_s, large.restart_s);
-  std::printf("%s\n", json{{"small", ToJson(small)}, {"large", ToJson(large)}}.dump().c_str());
+  single("RSS MiB filled", small.rss_mib, large.rss_mib);
+  single("RSS MiB peak", small.hwm_mib, large.hwm_mib);
+  single("restart to first lease s", small.restart_s, large.restart_s);
+  std::printf(
+      "rounds: lease p99 ms small/large, CPU us per job small/large, submit p99 ms "
+      "small/large\n");
+  json rounds = json::array();
+  for (size_t r = 0; r < smalls.size(); ++r) {
+    std::printf("  %zu: %.2f/%.2f  %.1f/%.1f  %.2f/%.2f\n", r + 1, smalls[r].lease_p99_ms,
+                larges[r].lease_p99_ms, smalls[r].cpu_us_per_job, larges[r].cpu_us_per_job,
+                smalls[r].submit_p99_ms, larges[r].submit_p99_ms);
+    rounds.push_back({{"small", ToJson(smalls[r])}, {"large", ToJson(larges[r])}});
+  }
+  std::printf("%s\n", json{{"small", ToJson(small)},
+                           {"large", ToJson(large)},
+                           {"ratios", ratios},
+                           {"rounds", rounds}}
+                          .dump()
+                          .c_str());
   return small.submit_failures + large.submit_failures == 0 ? 0 : 1;
 }

@@ -2,7 +2,9 @@
 # Cost against backlog (issue 18): build/bench/sluice-bench-scale (see bench/scale.cc)
 # on a real sluiced, SQLite FULL: lease latency, drain rate and CPU per job, submit
 # latency while draining, memory and restart, with 1k jobs over 1k tenants beside 1M
-# jobs over 10k tenants. Prints the table; raw output: var/bench/scale-<stamp>.txt.
+# jobs over 10k tenants, both up at once and measured in rounds that alternate between
+# them (medians of the rounds, and of their ratios). Prints the table; raw output:
+# var/bench/scale-<stamp>.txt.
 #
 # Usage: bench/scale.sh [sluice-bench-scale flags]    (about a minute with the defaults)
 #   env: BUILD_DIR (build); DRIVER (sqlite, or postgres: a private PostgreSQL 15 cluster
