@@ -1,8 +1,8 @@
-// Cost against backlog (issue 18): a real sluiced (SQLite, --synchronous FULL) with a
-// small backlog and another with a large one, both up at once, the same calls measured
-// on each in --rounds rounds that alternate between them (odd rounds the small backlog
-// first), so that the host's drift falls on both; each figure is the median of the
-// rounds, and each ratio the median of the rounds' ratios. A round:
+// Cost against backlog (issue 18): a real sluiced (SQLite, --synchronous FULL unless
+// told) with a small backlog and another with a large one, both up at once, the same
+// calls measured on each in --rounds rounds that alternate between them (odd rounds the small
+// backlog first), so that the host's drift falls on both; each figure is the median of the rounds,
+// and each ratio the median of the rounds' ratios. A round:
 //   lease      one POST /v1/leases {max_jobs 1, wait_ms 0} at a time, --samples times
 //              (each leased job completed on its own request between samples):
 //              latency p50/p99;
@@ -30,7 +30,7 @@
 //
 // Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
 //          [--small-tenants 1000] [--rounds 3] [--samples 900] [--workers 8]
-//          [--drain-s 5] [--submit-rate 200] [--small-rounds 30]
+//          [--drain-s 5] [--submit-rate 200] [--small-rounds 30] [--synchronous FULL]
 //          [--db-small URI --db-large URI] [--pg-pid PID]
 // With --db-small and --db-large (two fresh PostgreSQL databases, say; bench/scale.sh
 // DRIVER=postgres makes them) each backlog goes there instead of a fresh SQLite file,
@@ -91,7 +91,8 @@ double Percentile(std::vector<double> v, double p) {
 struct Options {
   int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
   int samples = 900, workers = 8, submit_rate = 200, small_rounds = 30;
-  int rounds = 3;  // alternating rounds of both backlogs
+  int rounds = 3;                    // alternating rounds of both backlogs
+  std::string synchronous = "FULL";  // sluiced --synchronous
   double drain_s = 5;
   // Databases (sluiced --db): empty, a fresh SQLite file each; else e.g. two fresh
   // PostgreSQL databases. pg_pid: the PostgreSQL postmaster, whose tree's CPU is
@@ -121,11 +122,11 @@ struct Figures {
 
 constexpr const char* kAdmin = "scale-bench-admin";
 
-ServerOptions ServerFor(const std::string& db) {
+ServerOptions ServerFor(const std::string& db, const std::string& synchronous) {
   ServerOptions options;
   options.admin_token = kAdmin;
   options.db_path = db;
-  options.extra_args = {"--synchronous", "FULL"};
+  options.extra_args = {"--synchronous", synchronous};
   return options;
 }
 
@@ -389,12 +390,13 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
 // one) is filled again at the start of the next round.
 class Backlog {
  public:
-  Backlog(int jobs, int tenants, int refills, const std::string& db_uri)
-      : jobs_(jobs), refills_(refills) {
+  Backlog(int jobs, int tenants, int refills, const std::string& db_uri,
+          const std::string& synchronous)
+      : jobs_(jobs), refills_(refills), synchronous_(synchronous) {
     db_ = db_uri.empty() ? dir_.path() + "/scale.db" : db_uri;
     setup_.jobs = jobs;
     setup_.tenants = tenants;
-    server_.emplace(ServerFor(db_));
+    server_.emplace(ServerFor(db_, synchronous_));
     const auto fill_start = SteadyClock::now();
     tokens_ = Fill(*server_, jobs, tenants);
     setup_.fill_s = Seconds(fill_start);
@@ -420,7 +422,7 @@ class Backlog {
     server_->Stop(SIGTERM);
     server_.reset();
     const auto spawn = SteadyClock::now();
-    ServerProcess again(ServerFor(db_));
+    ServerProcess again(ServerFor(db_, synchronous_));
     auto http = again.Client(work_);
     for (;;) {
       auto r = Call(*http, "POST", "/v1/leases",
@@ -437,6 +439,7 @@ class Backlog {
  private:
   const int jobs_, refills_;
   sluice::testing::TempDir dir_;
+  const std::string synchronous_;
   std::string db_, work_;
   std::optional<ServerProcess> server_;
   std::vector<std::string> tokens_;
@@ -516,6 +519,8 @@ int main(int argc, char** argv) {
   cli.add_option("--drain-s", o.drain_s, "seconds of draining per backlog per round")
       ->check(CLI::PositiveNumber);
   cli.add_option("--submit-rate", o.submit_rate)->check(CLI::PositiveNumber);
+  cli.add_option("--synchronous", o.synchronous, "sluiced --synchronous (SQLite): FULL or NORMAL")
+      ->check(CLI::IsMember({"FULL", "NORMAL"}));
   cli.add_option("--small-rounds", o.small_rounds)->check(CLI::PositiveNumber);
   cli.add_option("--db-small", o.db_small, "sluiced --db for the small backlog (a fresh one)");
   cli.add_option("--db-large", o.db_large, "sluiced --db for the large backlog (a fresh one)");
@@ -529,8 +534,8 @@ int main(int argc, char** argv) {
 
   // Both backlogs stay up; the rounds alternate between them (odd rounds the small one
   // first), so that a change in the host's speed falls on both.
-  Backlog small_backlog(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small);
-  Backlog large_backlog(o.jobs, o.tenants, 1, o.db_large);
+  Backlog small_backlog(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o.synchronous);
+  Backlog large_backlog(o.jobs, o.tenants, 1, o.db_large, o.synchronous);
   std::vector<Figures> smalls, larges;
   for (int r = 0; r < o.rounds; ++r) {
     if (r % 2 == 0) {
