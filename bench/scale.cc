@@ -475,22 +475,43 @@ json ToJson(const Figures& f) {
           {"restart_s", f.restart_s}};
 }
 
+// The figures measured in every round: the table's rows, in order, each with its JSON
+// key; `only` says when a row is printed (every figure's median is taken).
+struct RoundFigure {
+  const char* label;
+  const char* key;
+  double Figures::*field;
+  enum Only { kAlways, kPostgres, kWriter } only = kAlways;
+};
+const RoundFigure kRoundFigures[] = {
+    {"lease (max_jobs 1) p50 ms", "lease_p50_ms", &Figures::lease_p50_ms},
+    {"lease (max_jobs 1) p99 ms", "lease_p99_ms", &Figures::lease_p99_ms},
+    {"drain jobs/s", "drained_per_s", &Figures::drained_per_s},
+    {"sluiced CPU us per job drained", "cpu_us_per_job", &Figures::cpu_us_per_job},
+    {"sluiced KiB written per job drained", "kib_written_per_job", &Figures::kib_written_per_job},
+    {"PostgreSQL CPU us per job drained", "pg_cpu_us_per_job", &Figures::pg_cpu_us_per_job,
+     RoundFigure::kPostgres},
+    {"submit p50 ms while draining", "submit_p50_ms", &Figures::submit_p50_ms},
+    {"submit p99 ms while draining", "submit_p99_ms", &Figures::submit_p99_ms},
+    {"% submits over 5 ms, at the client", "submit_over_5ms_pct", &Figures::submit_over_5ms_pct},
+    {"% submits over 5 ms, in sluiced", "server_submit_over_5ms_pct",
+     &Figures::server_submit_over_5ms_pct},
+    {"commits/s while draining", "commits_per_s", &Figures::commits_per_s, RoundFigure::kWriter},
+    {"operations per commit", "ops_per_commit", &Figures::ops_per_commit, RoundFigure::kWriter},
+    {"COMMIT ms (mean)", "commit_ms", &Figures::commit_ms, RoundFigure::kWriter},
+    {"WAL flush ms (mean)", "flush_ms", &Figures::flush_ms, RoundFigure::kWriter},
+    {"% WAL flushes over 5 ms", "flush_over_5ms_pct", &Figures::flush_over_5ms_pct,
+     RoundFigure::kWriter},
+};
+
 // The median of each figure measured in rounds; counts are summed, and what is measured
 // once per backlog (its fill, memory) is the first round's.
 Figures Medians(const std::vector<Figures>& rounds) {
   Figures m = rounds.front();
-  auto median = [&](double Figures::*field) {
+  for (const RoundFigure& rf : kRoundFigures) {
     std::vector<double> v;
-    for (const Figures& f : rounds) v.push_back(f.*field);
-    m.*field = Median(v);
-  };
-  for (double Figures::*field :
-       {&Figures::lease_p50_ms, &Figures::lease_p99_ms, &Figures::drained_per_s,
-        &Figures::cpu_us_per_job, &Figures::pg_cpu_us_per_job, &Figures::kib_written_per_job,
-        &Figures::submit_p50_ms, &Figures::submit_p99_ms, &Figures::submit_over_5ms_pct,
-        &Figures::server_submit_over_5ms_pct, &Figures::flush_over_5ms_pct, &Figures::commits_per_s,
-        &Figures::ops_per_commit, &Figures::commit_ms, &Figures::flush_ms}) {
-    median(field);
+    for (const Figures& f : rounds) v.push_back(f.*rf.field);
+    m.*rf.field = Median(v);
   }
   m.submits = m.submit_failures = m.drained = 0;
   m.drain_rounds = 0;
@@ -554,16 +575,6 @@ int main(int argc, char** argv) {
   // Each row: the medians of the rounds, and the median of the rounds' ratios.
   std::printf("%d rounds, alternating; medians of the rounds, and of their ratios\n", o.rounds);
   std::printf("%-36s %14s %14s %8s\n", "", "small", "large", "ratio");
-  json ratios = json::object();
-  auto row = [&](const char* what, const char* key, double Figures::*field) {
-    std::vector<double> each;
-    for (size_t r = 0; r < smalls.size(); ++r) {
-      if (smalls[r].*field > 0) each.push_back(larges[r].*field / (smalls[r].*field));
-    }
-    const double ratio = Median(each);
-    ratios[key] = ratio;
-    std::printf("%-36s %14.2f %14.2f %8.2f\n", what, small.*field, large.*field, ratio);
-  };
   auto single = [](const char* what, double a, double b) {  // measured once, not in rounds
     std::printf("%-36s %14.2f %14.2f %8.2f\n", what, a, b, a > 0 ? b / a : 0);
   };
@@ -571,28 +582,23 @@ int main(int argc, char** argv) {
               (std::to_string(small.jobs) + "/" + std::to_string(small.tenants)).c_str(),
               (std::to_string(large.jobs) + "/" + std::to_string(large.tenants)).c_str());
   single("fill s", small.fill_s, large.fill_s);
-  row("lease (max_jobs 1) p50 ms", "lease_p50_ms", &Figures::lease_p50_ms);
-  row("lease (max_jobs 1) p99 ms", "lease_p99_ms", &Figures::lease_p99_ms);
   std::printf("%-36s %14s %14s\n", "drained (jobs / drains)",
               (std::to_string(small.drained) + "/" + std::to_string(small.drain_rounds)).c_str(),
               (std::to_string(large.drained) + "/" + std::to_string(large.drain_rounds)).c_str());
-  row("drain jobs/s", "drained_per_s", &Figures::drained_per_s);
-  row("sluiced CPU us per job drained", "cpu_us_per_job", &Figures::cpu_us_per_job);
-  row("sluiced KiB written per job drained", "kib_written_per_job", &Figures::kib_written_per_job);
-  if (o.pg_pid > 0) {
-    row("PostgreSQL CPU us per job drained", "pg_cpu_us_per_job", &Figures::pg_cpu_us_per_job);
-  }
-  row("submit p50 ms while draining", "submit_p50_ms", &Figures::submit_p50_ms);
-  row("submit p99 ms while draining", "submit_p99_ms", &Figures::submit_p99_ms);
-  row("% submits over 5 ms, at the client", "submit_over_5ms_pct", &Figures::submit_over_5ms_pct);
-  row("% submits over 5 ms, in sluiced", "server_submit_over_5ms_pct",
-      &Figures::server_submit_over_5ms_pct);
-  if (small.commits_per_s > 0 || large.commits_per_s > 0) {  // the SQLite writer's metrics
-    row("commits/s while draining", "commits_per_s", &Figures::commits_per_s);
-    row("operations per commit", "ops_per_commit", &Figures::ops_per_commit);
-    row("COMMIT ms (mean)", "commit_ms", &Figures::commit_ms);
-    row("WAL flush ms (mean)", "flush_ms", &Figures::flush_ms);
-    row("% WAL flushes over 5 ms", "flush_over_5ms_pct", &Figures::flush_over_5ms_pct);
+  const bool writer = small.commits_per_s > 0 || large.commits_per_s > 0;  // SQLite's metrics
+  json ratios = json::object();
+  for (const RoundFigure& rf : kRoundFigures) {
+    if ((rf.only == RoundFigure::kPostgres && o.pg_pid <= 0) ||
+        (rf.only == RoundFigure::kWriter && !writer)) {
+      continue;
+    }
+    std::vector<double> each;
+    for (size_t r = 0; r < smalls.size(); ++r) {
+      if (smalls[r].*rf.field > 0) each.push_back(larges[r].*rf.field / (smalls[r].*rf.field));
+    }
+    const double ratio = Median(each);
+    ratios[rf.key] = ratio;
+    std::printf("%-36s %14.2f %14.2f %8.2f\n", rf.label, small.*rf.field, large.*rf.field, ratio);
   }
   single("RSS MiB filled", small.rss_mib, large.rss_mib);
   single("RSS MiB peak", small.hwm_mib, large.hwm_mib);
