@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "store/sqlite/page_cache.h"
+
 namespace sluice::sqlite {
 namespace {
 
@@ -87,9 +89,13 @@ std::optional<std::string> Stmt::OptText(int col) const {
 
 void ConfigureOnce() {
   // SQLite's memory statistics take a global mutex on every allocation, on every
-  // connection; nothing here reads them. Only possible before SQLite initializes.
+  // connection; nothing here reads them. The page cache: see page_cache.h. Both are
+  // only possible before SQLite initializes.
   static std::once_flag configured;
-  std::call_once(configured, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+  std::call_once(configured, [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    InstallPageCache();
+  });
 }
 
 Db::Db(const std::string& path, const std::string& synchronous, int busy_timeout_ms,
