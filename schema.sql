@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS buckets (
   -- time; -2^62 = to be checked again, 2^62 = at the tenant cap until a lease ends.
   ready_at              INTEGER NOT NULL DEFAULT -4611686018427387904,
   -- The bucket's cursor (store/sqlite/sqlite_tx.cc): every queued job of the bucket below
-  -- it is in jobs_waiting. A lease moves it past the jobs it took; lowering it is safe.
+  -- it is in jobs_waiting. A lease moves it past the jobs it took (and on to the next fresh
+  -- one it read: then the job at the cursor is the first fresh one); lowering it is safe.
   head_seq              INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (queue, tenant)
 ) STRICT, WITHOUT ROWID;

@@ -165,7 +165,8 @@ BucketState SqliteTx::LoadBucket(const std::string& queue, const std::string& te
   return b;
 }
 
-// The head of each bucket only: reading on costs no round trip here.
+// Each bucket's head, and the job after it when that one is next too (statements.sql):
+// reading on costs no round trip here.
 std::vector<ReadyBucketRow> SqliteTx::ReadyBuckets(const std::string& queue, Micros now,
                                                    Micros after_ready,
                                                    const std::string& after_tenant, int64_t limit) {
@@ -182,6 +183,7 @@ std::vector<ReadyBucketRow> SqliteTx::ReadyBuckets(const std::string& queue, Mic
     b.ready_at = s.Int(6);
     if (!s.IsNull(7)) {
       b.heads.push_back(HeadRow{s.Int(7), s.Int(8), s.OptInt(9)});
+      if (!s.IsNull(10)) b.heads.push_back(HeadRow{s.Int(10), s.Int(11), s.OptInt(12)});
       b.more = true;
     }
   }
@@ -196,6 +198,10 @@ std::vector<HeadRow> SqliteTx::BucketHeadsAfter(const std::string& queue, const 
   Stmt f = db_.Prepare(sql_.bucket_heads_fresh);
   f.BindAll(queue, tenant, after_seq, limit);
   while (f.Step()) fresh.push_back(HeadRow{f.Int(0), f.Int(1), f.OptInt(2)});
+  CursorNews& news = cursor_news_[{queue, tenant}];
+  news.fresh_after = after_seq;
+  news.fresh.clear();
+  for (const HeadRow& h : fresh) news.fresh.push_back(h.seq);
   Stmt w = db_.Prepare(sql_.bucket_heads_waiting);
   w.BindAll(queue, tenant, after_seq, now, limit);
   while (w.Step()) waiting.push_back(HeadRow{w.Int(0), w.Int(1), w.OptInt(2)});
@@ -269,9 +275,19 @@ void SqliteTx::DirtyQueueBuckets(const std::string& queue) {
 
 void SqliteTx::BucketReleased(const std::string& queue, const BucketRelease& r) {
   // The release pass leases a bucket's heads in order, so every fresh job of the bucket
-  // below the last one leased has left the queue: the cursor may pass them all.
-  auto upto = leased_upto_.find({queue, r.tenant});
-  const int64_t cursor = upto == leased_upto_.end() ? 0 : upto->second;
+  // below the last one leased has left the queue: the cursor may pass them all. It goes
+  // on to the next fresh job the pass read, if it read one past them: the fresh jobs it
+  // read after a head it released are every fresh job up to the last of them. The job
+  // at the cursor is then the bucket's next fresh head (statements.sql, ready_buckets).
+  int64_t cursor = 0;
+  if (auto it = cursor_news_.find({queue, r.tenant}); it != cursor_news_.end()) {
+    const CursorNews& news = it->second;
+    cursor = news.leased_upto;
+    if (cursor > 0 && news.fresh_after < cursor) {
+      auto next = std::lower_bound(news.fresh.begin(), news.fresh.end(), cursor);
+      if (next != news.fresh.end()) cursor = *next;
+    }
+  }
   db_.Prepare(sql_.bucket_released)
       .BindAll(queue, r.tenant, r.tat.us, r.tat.frac, r.cost, r.count, r.ready_at, r.seen_queued,
                r.seen_admitted, cursor)
@@ -355,7 +371,7 @@ std::optional<JobRecord> SqliteTx::LeaseJob(int64_t seq, const std::string& leas
   }
   std::optional<JobRecord> job = SelectJobBySeq(seq);
   if (job) {
-    int64_t& upto = leased_upto_[{job->queue, job->tenant}];
+    int64_t& upto = cursor_news_[{job->queue, job->tenant}].leased_upto;
     upto = std::max(upto, seq + 1);
   }
   return job;

@@ -3,9 +3,12 @@
 // errors are thrown as sqlite::SqliteError; the writer rolls the operation back.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "store/engine/tx.h"
 #include "store/sqlite/queue_rows.h"
@@ -166,9 +169,16 @@ class SqliteTx final : public Tx {
   sqlite::Db& db_;
   const SqliteStatements& sql_;
   QueueRows* queue_rows_;
-  // Per bucket (queue, tenant), one past the highest seq this operation leased: where
-  // BucketReleased moves the bucket's cursor (schema.sql, buckets.head_seq).
-  std::map<std::pair<std::string, std::string>, int64_t> leased_upto_;
+  // Per bucket (queue, tenant), what this operation learned for the bucket's cursor
+  // (schema.sql, buckets.head_seq), which BucketReleased moves.
+  struct CursorNews {
+    int64_t leased_upto = 0;  // one past the highest seq leased
+    // The last BucketHeadsAfter: its first fresh jobs after seq `fresh_after`, every one
+    // there is up to the last of them.
+    int64_t fresh_after = std::numeric_limits<int64_t>::max();
+    std::vector<int64_t> fresh;
+  };
+  std::map<std::pair<std::string, std::string>, CursorNews> cursor_news_;
 };
 
 }  // namespace sluice

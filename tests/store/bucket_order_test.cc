@@ -5,7 +5,11 @@
 // finished one. Contract tests (tag [store]): they run on every driver, and hold a
 // storage layout that finds a bucket's head some other way than by scanning its jobs.
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <iterator>
 #include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,7 @@ using testing::MakePolicy;
 using testing::StoreFixture;
 
 constexpr Micros kSecond = kMicrosPerSecond;
+constexpr Micros kMs = kMicrosPerMilli;
 
 // A queue whose rate, burst and capacity never hold anything back here.
 QueuePolicy Open(int64_t max_attempts = 3) {
@@ -238,6 +243,135 @@ TEST_CASE("One lease takes every job of many buckets, each bucket in order", "[s
   CHECK(leased == admitted);
   CHECK(out.jobs.size() == 5 * 12 + 5);
   CHECK(f.Lease({"q"}, 10).jobs.empty());
+}
+
+// Random runs of everything that moves a bucket's head (admissions in runs and one at a
+// time, delayed jobs, cancels, acks, failures with and without a backoff, admin
+// retries, time passing): every lease takes from each bucket a prefix of its queued jobs
+// available then, in admission order, and in the end every job not canceled is leased
+// until it finishes. On SQLite this holds the cursor (buckets.head_seq), which a lease
+// leaves on the next fresh job it read, and the job read after a head when it is the
+// next by number (statements.sql, ready_buckets).
+TEST_CASE("Random admissions, leases, acks, failures and retries keep every bucket in order",
+          "[store]") {
+  const uint32_t seed = GENERATE(1u, 2u, 3u);
+  INFO("seed " << seed);
+  std::mt19937 rng(seed);
+  auto pick = [&rng](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  StoreFixture f;
+  f.PutQueue("q", Open());
+  const std::vector<std::string> tenants = {"a", "b", "c"};
+  std::map<std::string, std::vector<std::string>> admitted;  // by tenant, admission order
+  std::set<std::string> live;                                // not finished for good
+  std::map<std::string, JobRecord> leased;                   // by id
+  int leases = 0, taken = 0;
+
+  // Each bucket's queued jobs available now, in admission order.
+  auto available = [&] {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [tenant, ids] : admitted) {
+      for (const std::string& id : ids) {
+        if (!live.count(id)) continue;
+        JobRecord j = f.Get(id);
+        if (j.state == JobState::kQueued && j.available_at <= f.now()) out[tenant].push_back(id);
+      }
+    }
+    return out;
+  };
+  auto lease = [&](int64_t max_jobs) {
+    const std::map<std::string, std::vector<std::string>> due = available();
+    LeaseOutcome out = f.Lease({"q"}, max_jobs, /*lease_ms=*/600'000);
+    std::map<std::string, std::vector<std::string>> got;
+    for (const JobRecord& j : out.jobs) {
+      got[j.tenant].push_back(j.id);
+      leased[j.id] = j;
+    }
+    for (const auto& [tenant, ids] : got) {
+      INFO("lease " << leases << ", bucket " << tenant);
+      auto it = due.find(tenant);
+      REQUIRE(it != due.end());
+      REQUIRE(ids.size() <= it->second.size());
+      CHECK(ids == std::vector<std::string>(it->second.begin(),
+                                            it->second.begin() + static_cast<long>(ids.size())));
+    }
+    // Nothing available is left behind by a lease that wanted more.
+    if (static_cast<int64_t>(out.jobs.size()) < max_jobs) {
+      for (const auto& [tenant, ids] : due) CHECK(got[tenant].size() == ids.size());
+    }
+    ++leases;
+    taken += static_cast<int>(out.jobs.size());
+    return out.jobs.size();
+  };
+  auto finish = [&](const std::string& id, const Result<JobRecord>& r) {
+    REQUIRE(r.ok());
+    leased.erase(id);
+    if (r.value().state == JobState::kSucceeded || r.value().state == JobState::kCanceled) {
+      live.erase(id);
+    }
+  };
+
+  for (int step = 0; step < 400; ++step) {
+    const size_t op = pick(20);
+    if (op < 5) {  // a run of jobs of one bucket, some delayed
+      const std::string& tenant = tenants[pick(tenants.size())];
+      const size_t run = 1 + pick(5);
+      for (size_t k = 0; k < run; ++k) {
+        NewJob j = StoreFixture::Job("q", tenant);
+        if (pick(6) == 0) j.not_before = f.now() + static_cast<Micros>(1 + pick(3)) * kMs;
+        const std::string id = f.Admit(j).id;
+        admitted[tenant].push_back(id);
+        live.insert(id);
+      }
+    } else if (op < 7) {  // a cancel of a queued job
+      std::vector<std::string> queued;
+      for (const std::string& id : live) {
+        if (!leased.count(id) && f.Get(id).state == JobState::kQueued) queued.push_back(id);
+      }
+      if (!queued.empty()) {
+        const std::string id = queued[pick(queued.size())];
+        finish(id, f.store().Cancel(id, f.now()));
+      }
+    } else if (op < 13) {
+      lease(static_cast<int64_t>(1 + pick(4)));
+    } else if (op < 17 && !leased.empty()) {  // a leased attempt ends
+      auto it = leased.begin();
+      std::advance(it, static_cast<long>(pick(leased.size())));
+      const JobRecord j = it->second;
+      const size_t how = pick(10);
+      if (how < 5) {
+        finish(j.id, f.store().Complete(j.id, *j.lease_id, std::nullopt, f.now()));
+      } else {
+        FailRequest fail{"x", how < 9, static_cast<int64_t>(how < 7 ? 0 : 1 + pick(2))};
+        finish(j.id, f.store().Fail(j.id, *j.lease_id, fail, f.now()));
+      }
+    } else if (op < 18) {  // an admin retry of a job failed for good
+      for (const std::string& id : live) {
+        if (!leased.count(id) && f.Get(id).state == JobState::kFailed) {
+          REQUIRE(f.store().Retry(id, f.now()).ok());
+          break;
+        }
+      }
+    } else {
+      f.clock().Advance(static_cast<Micros>(pick(3)) * kMs);
+    }
+  }
+  // Drain: every job not canceled is leased until it finishes.
+  f.clock().Advance(10 * kMs);
+  for (int round = 0; round < 1000 && (lease(10) > 0 || !leased.empty()); ++round) {
+    while (!leased.empty()) {
+      const JobRecord j = leased.begin()->second;
+      finish(j.id, f.store().Complete(j.id, *j.lease_id, std::nullopt, f.now()));
+    }
+  }
+  for (const std::string& id : live) {
+    INFO(id);
+    CHECK(f.Get(id).state == JobState::kFailed);  // the only way left to finish
+  }
+  for (const std::string& t : tenants) {
+    if (admitted.count(t)) CHECK(f.Bucket("q", t).queued == 0);
+  }
+  CHECK(leases > 80);
+  CHECK(taken > 150);
 }
 
 }  // namespace

@@ -64,19 +64,35 @@ FROM buckets b WHERE b.queue = ?1 ORDER BY b.tenant;
 -- available at ?2 (NULLs: none is). ready_at is a lower bound of the bucket's next
 -- release (-2^62: to be checked again; 2^62: at its tenant cap until a lease ends).
 -- The head is the first of the bucket's fresh jobs from its cursor and of its waiting
--- jobs available at ?2 (schema.sql).
+-- jobs available at ?2 (schema.sql). The job at the cursor, when it is fresh and queued,
+-- is the first fresh one (a lease leaves the cursor on the next fresh job it read,
+-- SqliteTx::BucketReleased): read by the table's key, it spares a walk of jobs_fresh,
+-- whose page at a million jobs is rarely in the cache. When the next job by seq after the
+-- head is a fresh queued one of the bucket, it is the bucket's next job: no job lies
+-- between them, and no fresh one below the head (it would be the head, or below the
+-- cursor): columns 11-13. The bucket's jobs came in a run, and it is on the head's page.
+-- A bucket with one queued job reads neither: it has no next job, and after the bucket
+-- emptied and filled again its cursor is on some other bucket's job (a CASE, not a term
+-- of the join: SQLite would read the row first).
 SELECT b.tenant, b.tat_us, b.tat_frac, b.leased, b.queued_count, b.admitted_total, b.ready_at,
-       j.seq, j.cost, j.deadline_at
+       j.seq, j.cost, j.deadline_at, n.seq, n.cost, n.deadline_at
 FROM buckets b INDEXED BY buckets_ready
 LEFT JOIN jobs j ON j.seq = MIN(
-  COALESCE((SELECT f.seq FROM jobs f INDEXED BY jobs_fresh
-            WHERE f.queue = b.queue AND f.tenant = b.tenant AND f.available_at = f.created_at
-            AND f.seq >= b.head_seq AND f.state = 'queued' AND f.attempt = 0
-            ORDER BY f.seq LIMIT 1), 9223372036854775807),
+  COALESCE(CASE WHEN b.queued_count > 1 THEN
+             (SELECT h.seq FROM jobs h WHERE h.seq = b.head_seq AND h.queue = b.queue
+              AND h.tenant = b.tenant AND h.available_at = h.created_at AND h.state = 'queued'
+              AND h.attempt = 0) END,
+           (SELECT f.seq FROM jobs f INDEXED BY jobs_fresh
+             WHERE f.queue = b.queue AND f.tenant = b.tenant AND f.available_at = f.created_at
+             AND f.seq >= b.head_seq AND f.state = 'queued' AND f.attempt = 0
+             ORDER BY f.seq LIMIT 1), 9223372036854775807),
   COALESCE((SELECT w.seq FROM jobs w INDEXED BY jobs_waiting
             WHERE w.queue = b.queue AND w.tenant = b.tenant AND w.state = 'queued'
             AND (w.attempt > 0 OR w.available_at <> w.created_at) AND w.available_at <= ?2
             ORDER BY w.seq LIMIT 1), 9223372036854775807))
+LEFT JOIN jobs n ON n.seq = CASE WHEN b.queued_count > 1 THEN j.seq + 1 END
+  AND n.queue = b.queue AND n.tenant = b.tenant AND n.available_at = n.created_at
+  AND n.state = 'queued' AND n.attempt = 0
 WHERE b.queue = ?1 AND b.queued_count > 0 AND (b.ready_at, b.tenant) > (?3, ?4)
 ORDER BY b.ready_at, b.tenant LIMIT ?5;
 
