@@ -22,15 +22,20 @@
 // then a new sluiced on the same file: seconds from spawn to the first lease that
 // returns a job.
 // Backlogs: small = --small-jobs over --small-tenants buckets (1k over 1k), large =
-// --jobs over --tenants (1M over 10k), filled through jobs:batch, one batch per tenant
-// (a token each). The queue's rate is far above what the machine can do, so what is
-// measured is the cost of choosing and recording releases. The large backlog is not
-// refilled: with the defaults the rounds drain about a tenth of it. Prints a table, the
-// rounds' own lease p99, CPU per job and submit p99, and, last, one JSON object.
+// --jobs over --tenants (1M over 10k), filled through jobs:batch (a token per tenant):
+// by default one batch per tenant, each tenant's jobs admitted together, the hard case
+// for a table kept in admission order, since the fair drain visits the tenants in turn;
+// with --fill-run N, N jobs of each tenant per turn of the tenants (1: interleaved, as
+// when many tenants submit at once; about 2.5 minutes to fill 1M here). The queue's
+// rate is far above what the machine can do, so what is measured is the cost of
+// choosing and recording releases. The large backlog is not refilled: with the defaults
+// the rounds drain about a tenth of it. Prints a table, the rounds' own lease p99, CPU
+// per job and submit p99, and, last, one JSON object.
 //
 // Usage: sluice-bench-scale [--jobs 1000000] [--tenants 10000] [--small-jobs 1000]
 //          [--small-tenants 1000] [--rounds 3] [--samples 900] [--workers 8]
 //          [--drain-s 5] [--submit-rate 200] [--small-rounds 30] [--synchronous FULL]
+//          [--fill-run 0]
 //          [--db-small URI --db-large URI] [--pg-pid PID]
 // With --db-small and --db-large (two fresh PostgreSQL databases, say; bench/scale.sh
 // DRIVER=postgres makes them) each backlog goes there instead of a fresh SQLite file,
@@ -91,7 +96,9 @@ double Percentile(std::vector<double> v, double p) {
 struct Options {
   int jobs = 1'000'000, tenants = 10'000, small_jobs = 1000, small_tenants = 1000;
   int samples = 900, workers = 8, submit_rate = 200, small_rounds = 30;
-  int rounds = 3;                    // alternating rounds of both backlogs
+  int rounds = 3;  // alternating rounds of both backlogs
+  // Jobs per tenant per turn of the fill (FillJobs): 0, each tenant's share in one go.
+  int fill_run = 0;
   std::string synchronous = "FULL";  // sluiced --synchronous
   double drain_s = 5;
   // Databases (sluiced --db): empty, a fresh SQLite file each; else e.g. two fresh
@@ -131,28 +138,50 @@ ServerOptions ServerFor(const std::string& db, const std::string& synchronous) {
 }
 
 // Puts `jobs` jobs spread evenly over the tenants of `tokens` (one submit token per
-// tenant), in batches of at most 1000, from 4 connections.
-void FillJobs(const ServerProcess& server, const std::vector<std::string>& tokens, int jobs) {
+// tenant), in batches of at most 1000, from 4 connections. `run`: jobs per tenant per
+// turn of the tenants (0: each tenant's whole share in one go, its jobs admitted
+// together; 1: tenants interleaved, job k of every tenant before job k + 1 of any).
+void FillJobs(const ServerProcess& server, const std::vector<std::string>& tokens, int jobs,
+              int run) {
+  struct Batch {
+    int tenant, first, n;
+  };
   const int tenants = static_cast<int>(tokens.size());
-  std::atomic<int> next{0}, failures{0};
+  std::vector<int> share(static_cast<size_t>(tenants)), sent(static_cast<size_t>(tenants), 0);
+  for (int i = 0; i < tenants; ++i) {
+    share[static_cast<size_t>(i)] = jobs / tenants + (i < jobs % tenants ? 1 : 0);
+  }
+  const int step = run > 0 ? std::min(run, 1000) : 1000;
+  std::vector<Batch> batches;
+  for (bool more = true; more;) {
+    more = false;
+    for (int i = 0; i < tenants; ++i) {
+      auto at = static_cast<size_t>(i);
+      while (sent[at] < share[at]) {
+        const int n = std::min(step, share[at] - sent[at]);
+        batches.push_back({i, sent[at], n});
+        sent[at] += n;
+        if (run > 0) break;  // the next turn of the tenants
+      }
+      more = more || sent[at] < share[at];
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       auto http = server.Client(kAdmin);
-      for (int i; (i = next.fetch_add(1)) < tenants;) {
-        const int share = jobs / tenants + (i < jobs % tenants ? 1 : 0);
-        for (int sent = 0; sent < share;) {
-          const int n = std::min(1000, share - sent);
-          json items = json::array();
-          for (int k = 0; k < n; ++k) items.push_back({{"payload", {{"n", sent + k}}}});
-          auto b = Call(*http, "POST", "/v1/queues/scale/jobs:batch", {{"jobs", items}},
-                        Bearer(tokens[static_cast<size_t>(i)]));
-          if (b.status != 200) {
-            ++failures;
-          } else {
-            for (const json& item : b.body["results"]) failures += item["status"] != 202;
-          }
-          sent += n;
+      for (size_t b; (b = next.fetch_add(1)) < batches.size();) {
+        const Batch& batch = batches[b];
+        json items = json::array();
+        for (int k = 0; k < batch.n; ++k) items.push_back({{"payload", {{"n", batch.first + k}}}});
+        auto r = Call(*http, "POST", "/v1/queues/scale/jobs:batch", {{"jobs", items}},
+                      Bearer(tokens[static_cast<size_t>(batch.tenant)]));
+        if (r.status != 200) {
+          ++failures;
+        } else {
+          for (const json& item : r.body["results"]) failures += item["status"] != 202;
         }
       }
     });
@@ -166,7 +195,7 @@ void FillJobs(const ServerProcess& server, const std::vector<std::string>& token
 
 // The queue, a token per tenant and `jobs` jobs spread evenly over the tenants. Returns
 // the submit tokens.
-std::vector<std::string> Fill(const ServerProcess& server, int jobs, int tenants) {
+std::vector<std::string> Fill(const ServerProcess& server, int jobs, int tenants, int run) {
   auto admin = server.Client(kAdmin);
   auto put = Call(*admin, "PUT", "/v1/admin/queues/scale",
                   {{"rate", 1'000'000}, {"capacity", 1'000'000}, {"burst", 1000}}, Bearer(kAdmin));
@@ -197,7 +226,7 @@ std::vector<std::string> Fill(const ServerProcess& server, int jobs, int tenants
     std::fprintf(stderr, "tokens: %d failures\n", failures.load());
     std::exit(2);
   }
-  FillJobs(server, tokens, jobs);
+  FillJobs(server, tokens, jobs, run);
   return tokens;
 }
 
@@ -356,7 +385,7 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
   Drain d;
   int r = 0;
   for (; r < rounds && d.seconds < o.drain_s; ++r) {
-    if (r > 0) FillJobs(server, tokens, jobs);
+    if (r > 0) FillJobs(server, tokens, jobs, o.fill_run);
     MeasureDrain(server, work, tokens.front(), o, o.drain_s - d.seconds, d);
   }
   f.drain_rounds = r;
@@ -391,14 +420,14 @@ void MeasureDrains(const ServerProcess& server, const std::string& work,
 class Backlog {
  public:
   Backlog(int jobs, int tenants, int refills, const std::string& db_uri,
-          const std::string& synchronous)
+          const std::string& synchronous, int fill_run)
       : jobs_(jobs), refills_(refills), synchronous_(synchronous) {
     db_ = db_uri.empty() ? dir_.path() + "/scale.db" : db_uri;
     setup_.jobs = jobs;
     setup_.tenants = tenants;
     server_.emplace(ServerFor(db_, synchronous_));
     const auto fill_start = SteadyClock::now();
-    tokens_ = Fill(*server_, jobs, tenants);
+    tokens_ = Fill(*server_, jobs, tenants, fill_run);
     setup_.fill_s = Seconds(fill_start);
     setup_.rss_mib = StatusMiB(server_->pid(), "VmRSS");
     auto admin = server_->Client(kAdmin);
@@ -408,7 +437,7 @@ class Backlog {
 
   // One round: the lease samples, then the drains. Its figures, with the backlog's own.
   Figures Round(const Options& o) {
-    if (rounds_++ > 0 && refills_ > 1) FillJobs(*server_, tokens_, jobs_);
+    if (rounds_++ > 0 && refills_ > 1) FillJobs(*server_, tokens_, jobs_, o.fill_run);
     Figures f = setup_;
     MeasureLeases(*server_, work_, o.samples, f);
     MeasureDrains(*server_, work_, tokens_, jobs_, refills_, o, f);
@@ -543,6 +572,10 @@ int main(int argc, char** argv) {
   cli.add_option("--synchronous", o.synchronous, "sluiced --synchronous (SQLite): FULL or NORMAL")
       ->check(CLI::IsMember({"FULL", "NORMAL"}));
   cli.add_option("--small-rounds", o.small_rounds)->check(CLI::PositiveNumber);
+  cli.add_option("--fill-run", o.fill_run,
+                 "jobs per tenant per turn of the fill: 0 (default), each tenant's jobs in "
+                 "one go; 1, tenants interleaved")
+      ->check(CLI::NonNegativeNumber);
   cli.add_option("--db-small", o.db_small, "sluiced --db for the small backlog (a fresh one)");
   cli.add_option("--db-large", o.db_large, "sluiced --db for the large backlog (a fresh one)");
   cli.add_option("--pg-pid", o.pg_pid, "PostgreSQL's postmaster: its CPU is reported too");
@@ -555,8 +588,9 @@ int main(int argc, char** argv) {
 
   // Both backlogs stay up; the rounds alternate between them (odd rounds the small one
   // first), so that a change in the host's speed falls on both.
-  Backlog small_backlog(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o.synchronous);
-  Backlog large_backlog(o.jobs, o.tenants, 1, o.db_large, o.synchronous);
+  Backlog small_backlog(o.small_jobs, o.small_tenants, o.small_rounds, o.db_small, o.synchronous,
+                        o.fill_run);
+  Backlog large_backlog(o.jobs, o.tenants, 1, o.db_large, o.synchronous, o.fill_run);
   std::vector<Figures> smalls, larges;
   for (int r = 0; r < o.rounds; ++r) {
     if (r % 2 == 0) {

@@ -7,6 +7,9 @@
 # var/bench/scale-<stamp>.txt.
 #
 # Usage: bench/scale.sh [sluice-bench-scale flags]    (about a minute with the defaults)
+#   e.g. bench/scale.sh --fill-run 1: each tenant's jobs admitted interleaved with the
+#   others' rather than in one batch per tenant (the default, and the hard case); about
+#   three minutes.
 #   env: BUILD_DIR (build); DRIVER (sqlite, or postgres: a private PostgreSQL 15 cluster
 #        on this disk with default settings, a fresh database for each backlog, and its
 #        CPU reported beside sluiced's); PGBIN (/usr/lib/postgresql/15/bin).
