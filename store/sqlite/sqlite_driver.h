@@ -42,8 +42,8 @@ struct SqliteStoreOptions {
   // million jobs (docs/performance.md) its submit p99 came out worse, so FULL keeps 1000.
   int wal_pages = -1;
   std::function<double()> unit_random;  // retry jitter source in [0,1); default: random_device
-  // Where the completions of asynchronous writes run, once per group commit (see
-  // Writer); default: on the thread that finishes them. Must outlive the store.
+  // Where the completions of asynchronous writes run, one task each (see Writer);
+  // default: on the thread that finishes them. Must outlive the store.
   Writer::Executor completions;
   Writer::CommitObserver on_commit;  // see Writer
   Writer::FlushObserver on_flush;    // see Writer

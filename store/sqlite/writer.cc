@@ -324,18 +324,16 @@ Writer::Finished Writer::ExecuteLocked(Op& op) {
 }
 
 void Writer::Finish(Finished ops) {
-  std::vector<std::function<void()>> deferred;
   for (auto& [op, err] : ops) {
     if (op.deferred && completions_) {
-      deferred.push_back([finish = std::move(op.finish), e = std::move(err)] { finish(e); });
+      // One task each, so that every thread of the executor takes its share of the
+      // answers at once (each writes its response), rather than one thread all of them
+      // one after the other while the next requests wait for it.
+      completions_([finish = std::move(op.finish), e = std::move(err)] { finish(e); });
     } else {
       op.finish(err);
     }
   }
-  if (deferred.empty()) return;
-  completions_([fns = std::move(deferred)] {
-    for (const auto& f : fns) f();
-  });
 }
 
 void Writer::CommitLoop() {

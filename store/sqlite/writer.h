@@ -13,11 +13,11 @@
 // When nothing is flushed before answering (synchronous NORMAL or OFF) and there is a
 // completions executor (the server's I/O threads), the committer is not woken: the
 // thread that opens a transaction posts its commit to that executor, so the commit runs
-// after the handlers already queued there, whose operations join it, and answers them
-// there. That saves two wake-ups per commit (measured: 0.83 -> 0.50 context switches
-// per job at 16 connections). A caller blocked in Run() may be one of the executor's
-// threads, so a transaction holding one is committed by the committer, as is whatever
-// is left when the writer closes.
+// after the handlers already queued there, whose operations join it, and hands their
+// answers back to that executor. That saves two wake-ups per commit (measured: 0.83 ->
+// 0.50 context switches per job at 16 connections). A caller blocked in Run() may be
+// one of the executor's threads, so a transaction holding one is committed by the
+// committer, as is whatever is left when the writer closes.
 //
 // Invariants:
 //   1. An operation that fails leaves nothing behind, and does not undo the others in
@@ -94,11 +94,12 @@ class Writer {
 
   // Takes ownership of the write connection. `max_batch` bounds one transaction: an
   // operation that finds it full waits for its commit, to run in the next one.
-  // `completions`: where the `done` callbacks of RunAsync run — once per commit, with one
-  // function that runs them all, so that a commit wakes its callers' thread once; by
-  // default on the thread that finishes them: the committer, or, for the operations of
-  // a transaction lost while an operation ran, whichever thread ran that one. No
-  // callback may throw.
+  // `completions`: where the `done` callbacks of RunAsync run, each handed over on its
+  // own, so that every thread of the executor answers its share of a commit's callers
+  // at once (measured: durable intake at 16 connections +7-10 % jobs/s against one task
+  // that ran them all, 7.2 jobs per flush against 6.4-7.0); by default on the thread
+  // that finishes them: the committer, or, for the operations of a transaction lost
+  // while an operation ran, whichever thread ran that one. No callback may throw.
   // `on_commit`, if set, hears of every commit on the committer thread: the COMMIT's
   // duration in seconds (flush included when SQLite flushes inside it), its operations,
   // and whether its callers waited for a flush.
@@ -274,7 +275,7 @@ class Writer {
   // operation of the transaction (riders too) if the transaction was lost. An `op` that
   // fails on its own becomes a rider.
   Finished ExecuteLocked(Op& op);
-  // Finishes `ops` (through completions_ when deferred, with one call for all).
+  // Finishes `ops` (through completions_ when deferred, one call each).
   void Finish(Finished ops);
   void CommitLoop();
   // Runs what is queued, commits the open transaction (flushing if need be) and answers

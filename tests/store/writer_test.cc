@@ -739,7 +739,7 @@ TEST_CASE("With nothing to flush, the caller's executor commits: no hand-off to 
     CHECK(tasks.size() == 1);
     CHECK(w.commits() == 0);
     CHECK(done.empty());
-    CHECK(tasks.RunAll() == 2);  // the commit, then one call that answers all three
+    CHECK(tasks.RunAll() == 4);  // the commit, then one call for each answer
     CHECK(w.commits() == 1);
     CHECK(w.operations() == 3);
     REQUIRE(done.size() == 3);
